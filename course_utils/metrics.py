@@ -1,0 +1,42 @@
+"""Numbers that describe an attention pattern."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def attention_entropy(weights: Tensor) -> Tensor:
+    """Entropy ``H = -sum_j a_j log a_j`` (nats) of each attention row.
+
+    Args:
+        weights: ``(..., n, m)``, rows summing to 1 (or all zero for a fully masked row).
+
+    Returns:
+        ``(..., n)``: 0 for a row that puts all weight on one key, ``log m`` for a
+        uniform row. ``0 log 0`` counts as 0.
+    """
+    if weights.dim() < 1:
+        raise ValueError(f"weights must have at least 1 dimension, got shape {tuple(weights.shape)}")
+    logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))
+    return -(weights * logs).sum(dim=-1)
+
+
+def mean_attention_distance(weights: Tensor) -> Tensor:
+    """Average ``|i - j|`` between query position i and key position j, weighted by attention.
+
+    Args:
+        weights: ``(..., n, m)`` with query i and key j in the same positions
+            (self-attention), rows summing to 1.
+
+    Returns:
+        ``(...)``: the mean over the n queries of ``sum_j a_ij |i - j|``. Small for
+        local heads, large for heads that look far away.
+    """
+    if weights.dim() < 2:
+        raise ValueError(f"weights must have shape (..., n, m), got shape {tuple(weights.shape)}")
+    n, m = weights.shape[-2:]
+    i = torch.arange(n, device=weights.device).unsqueeze(1)
+    j = torch.arange(m, device=weights.device).unsqueeze(0)
+    distance = (i - j).abs().to(weights.dtype)  # (n, m)
+    return (weights * distance).sum(dim=-1).mean(dim=-1)

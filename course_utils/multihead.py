@@ -1,0 +1,90 @@
+"""Multi-head attention: h scaled dot-product attentions side by side."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .attention import _require_positive, _shape, scaled_dot_product_attention
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with biases on the four projections (4 d^2 + 4 d parameters).
+
+    Args:
+        d_model: feature size of queries, keys, values and the output.
+        num_heads: number of heads h; each head works in ``d_k = d_model // h`` features.
+
+    ``forward(query (B, n, d_model), key (B, m, d_model), value (B, m, d_model), mask=None)``
+    returns ``output (B, n, d_model)`` and per-head ``weights (B, h, n, m)``.
+    ``mask`` (True = may attend) broadcasts to ``(B, h, n, m)``; a 3-D mask such as
+    ``(B, n, m)`` or ``padding_mask``'s ``(B, 1, m)`` is shared by all heads.
+    Self-attention: ``mha(x, x, x)``; cross-attention: ``mha(decoder, encoder, encoder)``.
+    """
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__()
+        _require_positive(d_model=d_model, num_heads=num_heads)
+        if d_model % num_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by num_heads, got d_model={d_model}, num_heads={num_heads} "
+                f"({d_model} / {num_heads} = {d_model / num_heads:g} features per head)"
+            )
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model)
+        self.W_k = nn.Linear(d_model, d_model)
+        self.W_v = nn.Linear(d_model, d_model)
+        self.W_o = nn.Linear(d_model, d_model)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """``(B, T, d_model) -> (B, h, T, d_k)``."""
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_heads, self.d_k).transpose(1, 2)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """``(B, h, T, d_k) -> (B, T, d_model)``, the inverse of ``split_heads``."""
+        B, _, T, _ = x.shape
+        return x.transpose(1, 2).reshape(B, T, self.d_model)
+
+    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.dim() != 3 or t.shape[-1] != self.d_model:
+                raise ValueError(f"{name} must have shape (B, length, {self.d_model}), got shape {_shape(t)}")
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key and value must have the same length m: key has shape {_shape(key)}, value has shape {_shape(value)}"
+            )
+        if not query.shape[0] == key.shape[0] == value.shape[0]:
+            raise ValueError(
+                f"query, key and value must have the same batch size B, got shapes "
+                f"{_shape(query)}, {_shape(key)}, {_shape(value)}"
+            )
+
+    def forward(
+        self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        self._check_inputs(query, key, value)
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)  # (B, n or 1, m) -> (B, 1, n or 1, m): same mask for every head
+        Q = self.split_heads(self.W_q(query))  # (B, h, n, d_k)
+        K = self.split_heads(self.W_k(key))  # (B, h, m, d_k)
+        V = self.split_heads(self.W_v(value))  # (B, h, m, d_k)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (B, h, n, d_k), (B, h, n, m)
+        return self.W_o(self.merge_heads(heads)), weights
+
+
+def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """A ``torch.nn.MultiheadAttention(batch_first=True)`` holding copies of ``mha``'s weights.
+
+    Remember its mask convention is the opposite of ours: pass ``attn_mask=~mask``.
+    """
+    torch_mha = nn.MultiheadAttention(mha.d_model, mha.num_heads, batch_first=True)
+    torch_mha = torch_mha.to(device=mha.W_q.weight.device, dtype=mha.W_q.weight.dtype)
+    with torch.no_grad():
+        torch_mha.in_proj_weight.copy_(torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight]))
+        torch_mha.in_proj_bias.copy_(torch.cat([mha.W_q.bias, mha.W_k.bias, mha.W_v.bias]))
+        torch_mha.out_proj.weight.copy_(mha.W_o.weight)
+        torch_mha.out_proj.bias.copy_(mha.W_o.bias)
+    return torch_mha

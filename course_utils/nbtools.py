@@ -1,0 +1,190 @@
+"""Notebook tooling for maintainers: refresh stored outputs, make student versions, benchmark.
+
+Run from the repository root:
+
+    python -m course_utils.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
+    python -m course_utils.nbtools students                 # only regenerate + run the student versions
+    python -m course_utils.nbtools benchmark [NOTEBOOK ...] # wall time and peak memory table
+
+Exercise notebooks have one source of truth, ``notebooks/solutions/NN_name.ipynb``.
+Inside its code cells, a solution region is marked like this::
+
+    def causal_mask(n):
+        ### BEGIN SOLUTION
+        return torch.ones(n, n, dtype=torch.bool).tril()
+        ### END SOLUTION
+
+The student version ``notebooks/NN_name.ipynb`` has each region replaced by
+``raise NotImplementedError(...)`` at the marker's indentation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+SOLUTIONS = NOTEBOOKS / "solutions"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = 'raise NotImplementedError("Your turn: replace this line with your code.")'
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+CELL_TIMEOUT = 600
+
+
+def all_notebooks() -> list[Path]:
+    """Every committed notebook: lessons, student versions and solutions."""
+    return sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def is_student_version(nb: nbformat.NotebookNode) -> bool:
+    return nb.metadata.get("course", {}).get("role") == "student"
+
+
+def student_source(source: str) -> str:
+    """Replace every solution region of one cell's source with the stub."""
+    out, inside = [], False
+    for line in source.splitlines():
+        marker = line.strip()
+        if marker == BEGIN:
+            if inside:
+                raise ValueError(f"nested {BEGIN!r} in cell:\n{source}")
+            inside = True
+            out.append(line[: len(line) - len(line.lstrip())] + STUB)
+        elif marker == END:
+            if not inside:
+                raise ValueError(f"{END!r} without {BEGIN!r} in cell:\n{source}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{BEGIN!r} without {END!r} in cell:\n{source}")
+    return "\n".join(out)
+
+
+def make_student_notebook(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student version of a solution notebook: stubs instead of solutions, outputs cleared."""
+    nb = copy.deepcopy(solution)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = student_source(cell.source)
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata["course"] = {"role": "student", "generated_from": f"solutions/{_name(solution)}"}
+    return nb
+
+
+def _name(nb: nbformat.NotebookNode) -> str:
+    return nb.metadata.get("course", {}).get("file", "")
+
+
+def _kernel_manager():
+    """A kernel manager that starts ipykernel with this Python (the current environment)."""
+    from ipykernel.kernelspec import RESOURCES, get_kernel_dict
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    class CurrentEnv(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name):
+            return self.kernel_spec_class(resource_dir=RESOURCES, **get_kernel_dict())
+
+    return KernelManager(kernel_name="python3", kernel_spec_manager=CurrentEnv())
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) -> nbformat.NotebookNode:
+    """Run every cell of ``nb`` in a fresh kernel of this environment, in directory ``cwd``."""
+    from nbclient import NotebookClient
+
+    client = NotebookClient(
+        nb, km=_kernel_manager(), timeout=CELL_TIMEOUT, allow_errors=allow_errors,
+        resources={"metadata": {"path": str(cwd)}}, record_timing=False,
+    )
+    client.execute()
+    return nb
+
+
+def tidy(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
+    """Stable metadata so that re-running a notebook gives a minimal diff."""
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata.setdefault("course", {})["file"] = path.name
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    return nb
+
+
+def execute_in_place(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    student = is_student_version(nb)
+    execute(nb, path.parent, allow_errors=student)
+    nbformat.write(tidy(nb, path), path)
+
+
+def write_students() -> list[Path]:
+    """Regenerate every student version from its solution and run it (errors allowed)."""
+    written = []
+    for solution_path in sorted(SOLUTIONS.glob("*.ipynb")):
+        solution = tidy(nbformat.read(solution_path, as_version=4), solution_path)
+        student_path = NOTEBOOKS / solution_path.name
+        nb = tidy(make_student_notebook(solution), student_path)
+        execute(nb, student_path.parent, allow_errors=True)
+        nbformat.write(nb, student_path)
+        written.append(student_path)
+    return written
+
+
+def benchmark(paths: list[Path]) -> str:
+    """Execute each notebook in a fresh kernel; a Markdown table of wall seconds and the kernel's peak memory."""
+    probe = nbformat.v4.new_code_cell(
+        "import resource, sys\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(peak / 2**20 if sys.platform == 'darwin' else peak / 2**10)"  # bytes on macOS, KiB on Linux
+    )
+    rows = ["| notebook | wall s | peak kernel RSS MiB |", "| --- | ---: | ---: |"]
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(probe)
+        start = time.perf_counter()
+        execute(nb, path.parent, allow_errors=is_student_version(nb))
+        seconds = time.perf_counter() - start
+        mib = float(nb.cells[-1].outputs[-1].text)
+        rows.append(f"| {path.relative_to(ROOT)} | {seconds:.1f} | {mib:.0f} |")
+    return "\n".join(rows)
+
+
+def _paths(args: list[str]) -> list[Path]:
+    return [Path(a).resolve() for a in args] if args else all_notebooks()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m course_utils.nbtools", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["execute", "students", "benchmark"])
+    parser.add_argument("notebooks", nargs="*", help="notebook paths (default: all)")
+    args = parser.parse_args(argv)
+    if args.command == "execute":
+        # No paths: every lesson and solution notebook, then the student versions.
+        for path in _paths(args.notebooks):
+            start = time.perf_counter()
+            nb = nbformat.read(path, as_version=4)
+            if is_student_version(nb):
+                print(f"skip {path.relative_to(ROOT)} (student version: use 'students')")
+                continue
+            execute_in_place(path)
+            print(f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+        if not args.notebooks:
+            for path in write_students():
+                print(f"wrote {path.relative_to(ROOT)}")
+    elif args.command == "students":
+        for path in write_students():
+            print(f"wrote {path.relative_to(ROOT)}")
+    else:
+        print(benchmark(_paths(args.notebooks)))
+
+
+if __name__ == "__main__":
+    main()

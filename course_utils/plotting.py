@@ -1,0 +1,124 @@
+"""Attention heatmaps with seaborn: one matrix, or a grid of them (heads, or layers x heads)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+
+def _to_numpy(weights) -> np.ndarray:
+    if isinstance(weights, torch.Tensor):
+        return weights.detach().float().cpu().numpy()
+    return np.asarray(weights, dtype=float)
+
+
+def _check_labels(labels: Sequence[str] | None, size: int, what: str) -> None:
+    if labels is not None and len(labels) != size:
+        raise ValueError(f"{what} has {len(labels)} labels for {size} positions")
+
+
+def plot_attention(
+    weights,
+    x_labels: Sequence[str] | None = None,
+    y_labels: Sequence[str] | None = None,
+    *,
+    annot: bool | None = None,
+    title: str | None = None,
+    ax: Axes | None = None,
+    vmin: float = 0.0,
+    vmax: float | None = None,
+    cmap: str = "viridis",
+    cbar: bool = True,
+) -> Axes:
+    """Draw one attention matrix ``(n, m)`` as a heatmap: rows are queries, columns are keys.
+
+    Args:
+        weights: tensor or array ``(n, m)``.
+        x_labels: ``m`` key labels (tokens); y_labels: ``n`` query labels.
+        annot: write the weights in the cells; default: only for matrices up to 10 x 10.
+        vmin, vmax: colour scale; pass the same values to compare several plots.
+
+    Returns the matplotlib Axes.
+    """
+    w = _to_numpy(weights)
+    if w.ndim != 2:
+        raise ValueError(f"weights must have shape (n, m), got shape {w.shape}")
+    n, m = w.shape
+    _check_labels(x_labels, m, "x_labels (keys)")
+    _check_labels(y_labels, n, "y_labels (queries)")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(3.0, 0.6 * m + 1.5), max(2.5, 0.5 * n + 1.0)))
+    if annot is None:
+        annot = n <= 10 and m <= 10
+    sns.heatmap(
+        w, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, annot=annot, fmt=".2f", square=False, cbar=cbar,
+        xticklabels=list(x_labels) if x_labels is not None else "auto",
+        yticklabels=list(y_labels) if y_labels is not None else "auto",
+        annot_kws={"fontsize": 8},
+    )
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    ax.tick_params(axis="y", rotation=0)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_attention_grid(
+    weights,
+    x_labels: Sequence[str] | None = None,
+    y_labels: Sequence[str] | None = None,
+    *,
+    titles: Sequence[str] | None = None,
+    row_titles: Sequence[str] | None = None,
+    annot: bool = False,
+    cmap: str = "viridis",
+    cell_size: float = 2.4,
+) -> Figure:
+    """Draw a grid of attention matrices sharing one colour scale (0 to the largest weight).
+
+    Args:
+        weights: ``(h, n, m)`` (one row of heads) or ``(L, h, n, m)`` (layers x heads).
+        titles: one title per column (default ``head 0``, ``head 1``, ...).
+        row_titles: one title per row (default ``layer 0``, ... when 4-D).
+
+    Returns the matplotlib Figure.
+    """
+    w = _to_numpy(weights)
+    if w.ndim == 3:
+        w = w[None]
+        row_titles = row_titles if row_titles is not None else [""]
+    elif w.ndim != 4:
+        raise ValueError(f"weights must have shape (h, n, m) or (L, h, n, m), got shape {w.shape}")
+    rows, cols, n, m = w.shape
+    _check_labels(x_labels, m, "x_labels (keys)")
+    _check_labels(y_labels, n, "y_labels (queries)")
+    titles = list(titles) if titles is not None else [f"head {c}" for c in range(cols)]
+    row_titles = list(row_titles) if row_titles is not None else [f"layer {r}" for r in range(rows)]
+    if len(titles) != cols or len(row_titles) != rows:
+        raise ValueError(f"need {cols} titles and {rows} row_titles, got {len(titles)} and {len(row_titles)}")
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(cell_size * cols + 1.0, cell_size * rows), squeeze=False, constrained_layout=True
+    )
+    vmax = float(w.max()) if w.size else 1.0
+    for r in range(rows):
+        for c in range(cols):
+            ax = axes[r, c]
+            plot_attention(
+                w[r, c], x_labels, y_labels, annot=annot, ax=ax, vmin=0.0, vmax=vmax, cmap=cmap, cbar=False,
+                title=titles[c] if r == 0 else None,
+            )
+            if c > 0:
+                ax.set_ylabel("")
+            if c == 0 and row_titles[r]:
+                ax.set_ylabel(f"{row_titles[r]}\nquery")
+            if r < rows - 1:
+                ax.set_xlabel("")
+    fig.colorbar(axes[0, 0].collections[0], ax=axes, shrink=0.8, label="weight")
+    return fig

@@ -1,0 +1,50 @@
+"""The project's own files agree with each other: pins, install and test commands."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pins_from_requirements() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            name, version = line.split("==")
+            pins[name.lower()] = version
+    return pins
+
+
+def _pins_from_environment() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        match = re.match(r"\s+-\s+([A-Za-z0-9_.\-]+)==(\S+)\s*$", line)
+        if match:
+            pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def test_every_requirement_is_pinned():
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            assert re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][\w.]*", line), f"not pinned: {line}"
+    assert _pins_from_requirements()["torch"] == "2.13.0"
+
+
+def test_environment_yml_names_the_same_packages_and_versions():
+    assert _pins_from_environment() == _pins_from_requirements()
+    assert "-e ." in (ROOT / "requirements.txt").read_text().splitlines()
+    assert re.search(r"^\s+- -e \.$", (ROOT / "environment.yml").read_text(), re.M)
+
+
+def test_readme_commands_are_the_ones_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    install = "python -m pip install -r requirements.txt"
+    assert install in readme and install in ci
+    assert "jupyter lab" in readme
+    assert re.search(r"^pytest$", readme, re.M), "README must give `pytest` as the test command"
+    assert re.search(r"^\s*pytest\b", ci, re.M), ".ci/run must run the README's `pytest`"
+    assert "python -m course_utils.nbtools execute" in readme
