@@ -77,6 +77,7 @@ def plot_attention_grid(
     *,
     titles: Sequence[str] | None = None,
     row_titles: Sequence[str] | None = None,
+    ncols: int | None = None,
     annot: bool = False,
     cmap: str = "viridis",
     cell_size: float = 2.4,
@@ -84,41 +85,51 @@ def plot_attention_grid(
     """Draw a grid of attention matrices sharing one colour scale (0 to the largest weight).
 
     Args:
-        weights: ``(h, n, m)`` (one row of heads) or ``(L, h, n, m)`` (layers x heads).
-        titles: one title per column (default ``head 0``, ``head 1``, ...).
-        row_titles: one title per row (default ``layer 0``, ... when 4-D).
+        weights: ``(h, n, m)`` (heads) or ``(L, h, n, m)`` (layers x heads).
+        titles: for ``(h, n, m)`` one title per head (default ``head 0``, ...);
+            for ``(L, h, n, m)`` one title per column.
+        row_titles: for ``(L, h, n, m)``, one title per row (default ``layer 0``, ...).
+        ncols: for ``(h, n, m)``, heads per row (default: all in one row).
 
     Returns the matplotlib Figure.
     """
     w = _to_numpy(weights)
     if w.ndim == 3:
-        w = w[None]
-        row_titles = row_titles if row_titles is not None else [""]
-    elif w.ndim != 4:
+        heads = w.shape[0]
+        ncols = heads if ncols is None else ncols
+        if not isinstance(ncols, int) or ncols <= 0:
+            raise ValueError(f"ncols must be a positive integer, got {ncols!r}")
+        titles = list(titles) if titles is not None else [f"head {c}" for c in range(heads)]
+        if len(titles) != heads:
+            raise ValueError(f"need {heads} titles, one per head, got {len(titles)}")
+        rows = -(-heads // ncols)
+        cells = [(w[i], titles[i], "") for i in range(heads)]
+        cols = min(ncols, heads)
+    elif w.ndim == 4:
+        rows, cols = w.shape[:2]
+        titles = list(titles) if titles is not None else [f"head {c}" for c in range(cols)]
+        row_titles = list(row_titles) if row_titles is not None else [f"layer {r}" for r in range(rows)]
+        if len(titles) != cols or len(row_titles) != rows:
+            raise ValueError(f"need {cols} titles and {rows} row_titles, got {len(titles)} and {len(row_titles)}")
+        cells = [(w[r, c], titles[c] if r == 0 else None, row_titles[r]) for r in range(rows) for c in range(cols)]
+    else:
         raise ValueError(f"weights must have shape (h, n, m) or (L, h, n, m), got shape {w.shape}")
-    rows, cols, n, m = w.shape
+    n, m = w.shape[-2:]
     _check_labels(x_labels, m, "x_labels (keys)")
     _check_labels(y_labels, n, "y_labels (queries)")
-    titles = list(titles) if titles is not None else [f"head {c}" for c in range(cols)]
-    row_titles = list(row_titles) if row_titles is not None else [f"layer {r}" for r in range(rows)]
-    if len(titles) != cols or len(row_titles) != rows:
-        raise ValueError(f"need {cols} titles and {rows} row_titles, got {len(titles)} and {len(row_titles)}")
     fig, axes = plt.subplots(
         rows, cols, figsize=(cell_size * cols + 1.0, cell_size * rows), squeeze=False, constrained_layout=True
     )
     vmax = float(w.max()) if w.size else 1.0
-    for r in range(rows):
-        for c in range(cols):
-            ax = axes[r, c]
-            plot_attention(
-                w[r, c], x_labels, y_labels, annot=annot, ax=ax, vmin=0.0, vmax=vmax, cmap=cmap, cbar=False,
-                title=titles[c] if r == 0 else None,
-            )
-            if c > 0:
-                ax.set_ylabel("")
-            if c == 0 and row_titles[r]:
-                ax.set_ylabel(f"{row_titles[r]}\nquery")
-            if r < rows - 1:
-                ax.set_xlabel("")
-    fig.colorbar(axes[0, 0].collections[0], ax=axes, shrink=0.8, label="weight")
+    for k, ax in enumerate(axes.flat):
+        if k >= len(cells):
+            ax.axis("off")  # unused slot in the last row
+            continue
+        matrix, title, row_title = cells[k]
+        plot_attention(matrix, x_labels, y_labels, annot=annot, ax=ax, vmin=0.0, vmax=vmax, cmap=cmap, cbar=False, title=title)
+        first_col, last_row = k % cols == 0, k + cols >= len(cells)
+        ax.set_ylabel((f"{row_title}\nquery" if row_title else "query") if first_col else "")
+        if not last_row:
+            ax.set_xlabel("")
+    fig.colorbar(axes.flat[0].collections[0], ax=axes, shrink=0.8, label="weight")
     return fig

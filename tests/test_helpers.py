@@ -94,6 +94,12 @@ def test_plot_attention_grid_shares_one_colour_scale():
     assert heatmaps[0].get_title() == "head 0"
     fig3 = plot_attention_grid(torch.rand(8, 5, 5), titles=[f"h{i}" for i in range(8)])
     assert len([ax for ax in fig3.axes if ax.collections and ax.get_label() != "<colorbar>"]) == 8
+    fig4 = plot_attention_grid(torch.rand(8, 5, 5), ncols=3)
+    heatmaps4 = [ax for ax in fig4.axes if ax.collections and ax.get_label() != "<colorbar>"]
+    assert len(heatmaps4) == 8 and heatmaps4[7].get_title() == "head 7"
+    assert sum(not ax.axison for ax in fig4.axes) == 1  # 3 x 3 slots, one left empty
+    with pytest.raises(ValueError, match="ncols"):
+        plot_attention_grid(torch.rand(8, 5, 5), ncols=0)
     with pytest.raises(ValueError, match=r"\(h, n, m\) or \(L, h, n, m\)"):
         plot_attention_grid(torch.rand(4, 4))
     plt.close("all")
