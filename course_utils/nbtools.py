@@ -3,7 +3,7 @@
 Run from the repository root:
 
     python -m course_utils.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
-    python -m course_utils.nbtools students                 # only regenerate + run the student versions
+    python -m course_utils.nbtools students [SOLUTION ...]  # only regenerate + run student versions
     python -m course_utils.nbtools benchmark [NOTEBOOK ...] # wall time and peak memory table
 
 Exercise notebooks have one source of truth, ``notebooks/solutions/NN_name.ipynb``.
@@ -125,10 +125,10 @@ def execute_in_place(path: Path) -> None:
     nbformat.write(tidy(nb, path), path)
 
 
-def write_students() -> list[Path]:
-    """Regenerate every student version from its solution and run it (errors allowed)."""
+def write_students(solution_paths: list[Path] | None = None) -> list[Path]:
+    """Regenerate the student versions of these solutions (default: all) and run them (errors allowed)."""
     written = []
-    for solution_path in sorted(SOLUTIONS.glob("*.ipynb")):
+    for solution_path in solution_paths or sorted(SOLUTIONS.glob("*.ipynb")):
         solution = tidy(nbformat.read(solution_path, as_version=4), solution_path)
         student_path = NOTEBOOKS / solution_path.name
         nb = tidy(make_student_notebook(solution), student_path)
@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> None:
             for path in write_students():
                 print(f"wrote {path.relative_to(ROOT)}")
     elif args.command == "students":
-        for path in write_students():
+        solutions = [Path(a).resolve() for a in args.notebooks] or None
+        for path in write_students(solutions):
             print(f"wrote {path.relative_to(ROOT)}")
     else:
         print(benchmark(_paths(args.notebooks)))
