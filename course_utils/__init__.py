@@ -13,7 +13,7 @@ from .attention import (
     scaled_dot_product_attention,
     scaled_dot_scores,
 )
-from .data import data_path
+from .data import data_path, load_token_features
 from .metrics import attention_entropy, mean_attention_distance
 from .multihead import MultiHeadAttention, to_torch_multihead
 from .plotting import plot_attention, plot_attention_grid
@@ -28,6 +28,7 @@ __all__ = [
     "data_path",
     "dot_scores",
     "get_device",
+    "load_token_features",
     "mean_attention_distance",
     "padding_mask",
     "plot_attention",

@@ -18,8 +18,7 @@ def attention_entropy(weights: Tensor) -> Tensor:
     """
     if weights.dim() < 1:
         raise ValueError(f"weights must have at least 1 dimension, got shape {tuple(weights.shape)}")
-    logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))
-    return -(weights * logs).sum(dim=-1)
+    return torch.special.entr(weights).sum(dim=-1)  # entr(a) = -a log a, and entr(0) = 0
 
 
 def mean_attention_distance(weights: Tensor) -> Tensor:
