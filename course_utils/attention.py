@@ -59,7 +59,7 @@ def check_qkv(Q: Tensor, K: Tensor, V: Tensor | None = None) -> None:
 def check_mask(mask: Tensor, scores_shape: torch.Size) -> Tensor:
     """Return ``mask`` as a bool tensor after checking it broadcasts to ``scores_shape`` ``(..., n, m)``.
 
-    Accepts bool masks and integer 0/1 masks (1 = may attend). A floating-point
+    Accepts bool masks and integer masks holding only 0 and 1 (1 = may attend). A floating-point
     mask is refused: it could be an additive ``0 / -inf`` mask, the other convention.
     """
     if mask.dtype.is_floating_point or mask.dtype.is_complex:
@@ -76,7 +76,14 @@ def check_mask(mask: Tensor, scores_shape: torch.Size) -> Tensor:
             f"mask of shape {_shape(mask)} does not broadcast to the attention scores' shape "
             f"{tuple(scores_shape)} (..., n queries, m keys)"
         )
-    return mask if mask.dtype == torch.bool else mask != 0
+    if mask.dtype != torch.bool:
+        if not ((mask == 0) | (mask == 1)).all():
+            raise ValueError(
+                f"an integer mask must hold only 0 and 1 (1 = may attend), got values {sorted(mask.unique().tolist())[:6]} "
+                f"in shape {_shape(mask)}; note that ~ on an int mask gives -1/-2, not 1/0: use a bool mask"
+            )
+        mask = mask == 1
+    return mask
 
 
 def scaled_dot_product_attention(

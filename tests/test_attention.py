@@ -192,6 +192,12 @@ def test_float_mask_is_refused():
         scaled_dot_product_attention(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4), torch.ones(3, 3))
 
 
+def test_int_mask_with_values_other_than_0_and_1_is_refused():
+    inverted = ~causal_mask(3).long()  # -1 / -2: every entry would count as "attend"
+    with pytest.raises(ValueError, match=r"only 0 and 1.*\[-2, -1\]"):
+        scaled_dot_product_attention(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4), inverted)
+
+
 def test_batch_dims_that_do_not_broadcast():
     with pytest.raises(ValueError, match=r"do not broadcast.*Q \(2, 3, 4\)"):
         scaled_dot_product_attention(torch.randn(2, 3, 4), torch.randn(3, 5, 4), torch.randn(3, 5, 4))
