@@ -1,0 +1,182 @@
+"""Small tools to measure what attention costs: a timer, a log-log slope fit, memory sizes.
+
+- ``time_calls`` / ``time_call``: wall-clock time per call with warm-up, repeats and
+  the median (``time.perf_counter``). Several functions are timed *round-robin*
+  (a, b, c, a, b, c, ...), so that a burst of load from other programs slows all of
+  them alike instead of spoiling one.
+- ``loglog_slope``: fit ``y = c * x**k`` to measurements; ``k`` is the empirical
+  exponent (2 for a cost that grows like ``T**2``).
+- ``tensor_bytes`` / ``score_matrix_bytes``: memory of a tensor of a given shape and
+  dtype, computed without allocating it; ``format_bytes`` prints it in kB/MB/GB.
+- ``peak_rss_bytes``: the process's peak resident memory so far, as the operating
+  system counts it (a high-water mark: it never goes down).
+
+Timings change from run to run and from machine to machine: report them, compare
+ratios and exponents, and never assert on an absolute time in a test.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The result of timing one function.
+
+    Attributes:
+        times: seconds per call, one entry per repeat (each repeat runs ``number`` calls).
+        number: calls per repeat.
+    """
+
+    times: tuple[float, ...]
+    number: int
+
+    @property
+    def median(self) -> float:
+        """Median seconds per call: the typical value, robust to a few disturbed repeats."""
+        return statistics.median(self.times)
+
+    @property
+    def min(self) -> float:
+        """Fastest repeat, seconds per call: the value least inflated by other programs."""
+        return min(self.times)
+
+
+def time_calls(
+    fns: Mapping[Hashable, Callable[[], object]],
+    repeats: int = 5,
+    warmup: int = 1,
+    min_time: float = 0.0,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[Hashable, Timing]:
+    """Time several functions (no arguments) round-robin; one ``Timing`` per key.
+
+    Args:
+        fns: key -> function to time, e.g. ``{"fused": lambda: F.scaled_dot_product_attention(Q, K, V)}``;
+            any hashable key works, e.g. ``("fused", T)`` to time several sizes round-robin too.
+        repeats: number of timed repeats of each function.
+        warmup: untimed calls of each function first (memory allocation, lazy set-up).
+        min_time: each repeat runs a function ``number`` times, with ``number`` chosen
+            (from the last warm-up call) so that one repeat lasts at least ``min_time``
+            seconds; fast calls are then not lost in the clock's resolution. 0 (or
+            ``warmup=0``) = one call per repeat.
+        clock: the clock to read (seconds); tests pass a fake one.
+    """
+    if not fns:
+        raise ValueError("fns is empty: give at least one function to time")
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    if min_time < 0:
+        raise ValueError(f"min_time must be >= 0 seconds, got {min_time!r}")
+
+    number = {}
+    for name, fn in fns.items():
+        one_call = 0.0
+        for _ in range(warmup):
+            start = clock()
+            fn()
+            one_call = clock() - start
+        number[name] = 1 if one_call <= 0 else max(1, math.ceil(min_time / one_call))
+
+    times: dict[Hashable, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():  # round-robin: every function once per repeat
+            start = clock()
+            for _ in range(number[name]):
+                fn()
+            times[name].append((clock() - start) / number[name])
+    return {name: Timing(tuple(times[name]), number[name]) for name in fns}
+
+
+def time_call(
+    fn: Callable[[], object],
+    repeats: int = 5,
+    warmup: int = 1,
+    min_time: float = 0.0,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Timing:
+    """Time one function (no arguments): ``time_calls`` with a single entry."""
+    return time_calls({"fn": fn}, repeats=repeats, warmup=warmup, min_time=min_time, clock=clock)["fn"]
+
+
+def loglog_slope(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Fit ``y = c * x**k`` by least squares on ``log y = log c + k log x``.
+
+    Args:
+        x: positive sizes, e.g. sequence lengths ``T``; at least two different values.
+        y: positive measurements of the same length, e.g. seconds per call.
+
+    Returns:
+        ``(k, c)``: the exponent (the slope of the straight line on a log-log plot)
+        and the prefactor.
+    """
+    if len(x) != len(y):
+        raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
+    if any(v <= 0 for v in list(x) + list(y)):
+        raise ValueError("x and y must be positive: a log-log fit takes their logarithms")
+    lx = [math.log(v) for v in x]
+    ly = [math.log(v) for v in y]
+    mean_x, mean_y = statistics.fmean(lx), statistics.fmean(ly)
+    sxx = sum((a - mean_x) ** 2 for a in lx)
+    if len(x) < 2 or sxx == 0:
+        raise ValueError(f"need at least two different x values to fit a slope, got x={list(x)}")
+    k = sum((a - mean_x) * (b - mean_y) for a, b in zip(lx, ly)) / sxx
+    return k, math.exp(mean_y - k * mean_x)
+
+
+def tensor_bytes(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> int:
+    """Bytes of a tensor of ``shape`` and ``dtype`` (numel * element size), without allocating it."""
+    if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in shape):
+        raise ValueError(f"shape must be a sequence of non-negative integers, got {tuple(shape)}")
+    element_size = torch.empty(0, dtype=dtype).element_size()  # 0 elements: nothing allocated
+    return math.prod(shape) * element_size
+
+
+def score_matrix_bytes(
+    batch: int, heads: int, n: int, m: int | None = None, dtype: torch.dtype = torch.float32
+) -> int:
+    """Bytes of the attention scores ``(batch, heads, n, m)``: ``batch * heads * n * m * element size``.
+
+    ``m`` (number of keys) defaults to ``n`` (self-attention). The softmax weights
+    have the same shape, so they take the same number of bytes again.
+    """
+    m = n if m is None else m
+    for name, value in {"batch": batch, "heads": heads, "n": n, "m": m}.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return tensor_bytes((batch, heads, n, m), dtype)
+
+
+def format_bytes(num_bytes: float) -> str:
+    """``num_bytes`` in decimal units (1 kB = 1000 bytes), 4 significant digits: '268.4 MB'."""
+    if num_bytes < 0:
+        raise ValueError(f"num_bytes must be >= 0, got {num_bytes!r}")
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if num_bytes >= size:
+            return f"{num_bytes / size:.4g} {unit}"
+    return f"{num_bytes:.0f} B"
+
+
+def peak_rss_bytes() -> int | None:
+    """Peak resident memory of this process so far, in bytes (``None`` where unknown, e.g. Windows).
+
+    The operating system keeps a high-water mark: it only ever goes up. So the
+    extra memory a call needs at its worst moment shows up as growth of this value
+    only if the call goes above every earlier peak; measure small calls before big ones.
+    """
+    try:
+        import resource
+    except ImportError:  # Windows has no `resource` module
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
