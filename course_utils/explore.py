@@ -1,0 +1,133 @@
+"""A toy key-value recall task and a one-head attention model for quick experiments.
+
+The task: an example holds ``P`` (key, value) pairs of token ids, keys all
+different, and one query that equals one of the keys. The answer is the value
+stored with that key. A model can only solve it by attending to the matching
+key, so it shows directly whether the attention learns to pick the right one.
+
+``RecallAttention(scale=True/False)`` is one attention head with or without the
+division by ``sqrt(d_k)``; ``train_recall`` trains it and records the curves.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def recall_batch(
+    batch_size: int, num_pairs: int, num_keys: int, num_values: int, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """A batch of the recall task (on the CPU).
+
+    Returns:
+        keys ``(B, P)``: ``P = num_pairs`` different key ids per example, from ``0..num_keys-1``;
+        values ``(B, P)``: a value id (``0..num_values-1``) stored with each key;
+        query ``(B,)``: one of the example's keys;
+        target ``(B,)``: the value stored with the query key.
+    """
+    for name, size in (("batch_size", batch_size), ("num_pairs", num_pairs), ("num_keys", num_keys), ("num_values", num_values)):
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {size!r}")
+    if num_pairs > num_keys:
+        raise ValueError(f"num_pairs={num_pairs} different keys need num_keys >= num_pairs, got num_keys={num_keys}")
+    keys = torch.rand(batch_size, num_keys, generator=generator).argsort(dim=-1)[:, :num_pairs]
+    values = torch.randint(num_values, (batch_size, num_pairs), generator=generator)
+    slot = torch.randint(num_pairs, (batch_size,), generator=generator)
+    rows = torch.arange(batch_size)
+    return keys, values, keys[rows, slot], values[rows, slot]
+
+
+class RecallAttention(nn.Module):
+    """Embeddings, one attention head, a linear read-out.
+
+    query ``q = W_q e(query)``, keys ``k_i = W_k e(key_i)``, values = the value
+    embeddings; scores ``q . k_i``, divided by ``sqrt(d_k)`` only if ``scale``.
+    ``W_q`` and ``W_k`` start with N(0, 1/d_model) entries, so with N(0, 1)
+    embeddings every entry of q and k has variance 1: the setting of the
+    variance argument, where unscaled scores have variance ``d_k``.
+
+    ``forward(keys (B, P), values (B, P), query (B,))`` returns
+    ``(logits (B, num_values), weights (B, P))``.
+    """
+
+    def __init__(self, num_keys: int, num_values: int, d_model: int, d_k: int, scale: bool = True) -> None:
+        super().__init__()
+        for name, size in (("num_keys", num_keys), ("num_values", num_values), ("d_model", d_model), ("d_k", d_k)):
+            if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {size!r}")
+        self.scale, self.d_k = bool(scale), d_k
+        self.key_embedding = nn.Embedding(num_keys, d_model)
+        self.value_embedding = nn.Embedding(num_values, d_model)
+        self.W_q = nn.Linear(d_model, d_k, bias=False)
+        self.W_k = nn.Linear(d_model, d_k, bias=False)
+        self.readout = nn.Linear(d_model, num_values)
+        for W in (self.W_q, self.W_k):
+            nn.init.normal_(W.weight, std=1 / math.sqrt(d_model))
+
+    def scores(self, keys: Tensor, query: Tensor) -> Tensor:
+        """Attention scores ``(B, P)`` of each query against its example's keys."""
+        if keys.dim() != 2 or query.shape != keys.shape[:1]:
+            raise ValueError(f"keys must have shape (B, P) and query shape (B,), got {tuple(keys.shape)} and {tuple(query.shape)}")
+        q = self.W_q(self.key_embedding(query))  # (B, d_k)
+        k = self.W_k(self.key_embedding(keys))  # (B, P, d_k)
+        s = (k @ q.unsqueeze(-1)).squeeze(-1)  # (B, P)
+        return s / math.sqrt(self.d_k) if self.scale else s
+
+    def forward(self, keys: Tensor, values: Tensor, query: Tensor) -> tuple[Tensor, Tensor]:
+        if values.shape != keys.shape:
+            raise ValueError(f"keys and values must have the same shape (B, P), got {tuple(keys.shape)} and {tuple(values.shape)}")
+        weights = torch.softmax(self.scores(keys, query), dim=-1)  # (B, P)
+        context = (weights.unsqueeze(1) @ self.value_embedding(values)).squeeze(1)  # (B, d_model)
+        return self.readout(context), weights
+
+
+def train_recall(
+    model: RecallAttention,
+    *,
+    steps: int,
+    num_pairs: int,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    eval_every: int = 10,
+    eval_size: int = 1000,
+    seed: int = 0,
+) -> dict[str, list[float]]:
+    """Train ``model`` with Adam on fresh random batches of the recall task.
+
+    The training batches come from a generator seeded with ``seed``; the held-out
+    set (``eval_size`` examples) is the same for every call. The model's key and
+    value vocabularies set the task's ``num_keys`` and ``num_values``.
+
+    Returns lists: ``loss`` (one per step), and every ``eval_every`` steps
+    ``eval_step``, held-out ``accuracy`` and ``correct_weight`` (mean attention
+    weight on the matching key).
+    """
+    if not isinstance(steps, int) or steps <= 0 or not isinstance(eval_every, int) or eval_every <= 0:
+        raise ValueError(f"steps and eval_every must be positive integers, got {steps!r} and {eval_every!r}")
+    device = next(model.parameters()).device
+    num_keys, num_values = model.key_embedding.num_embeddings, model.value_embedding.num_embeddings
+    held_out = recall_batch(eval_size, num_pairs, num_keys, num_values, torch.Generator().manual_seed(12345))
+    held_out = [t.to(device) for t in held_out]
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    history: dict[str, list[float]] = {"loss": [], "eval_step": [], "accuracy": [], "correct_weight": []}
+    for step in range(1, steps + 1):
+        keys, values, query, target = (t.to(device) for t in recall_batch(batch_size, num_pairs, num_keys, num_values, generator))
+        logits, _ = model(keys, values, query)
+        loss = F.cross_entropy(logits, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        history["loss"].append(loss.item())
+        if step % eval_every == 0:
+            with torch.no_grad():
+                keys, values, query, target = held_out
+                logits, weights = model(keys, values, query)
+                history["eval_step"].append(step)
+                history["accuracy"].append((logits.argmax(-1) == target).float().mean().item())
+                history["correct_weight"].append(weights[keys == query.unsqueeze(1)].mean().item())
+    return history
