@@ -131,9 +131,8 @@ def write_students(solution_paths: list[Path] | None = None) -> list[Path]:
     for solution_path in solution_paths or sorted(SOLUTIONS.glob("*.ipynb")):
         solution = tidy(nbformat.read(solution_path, as_version=4), solution_path)
         student_path = NOTEBOOKS / solution_path.name
-        nb = tidy(make_student_notebook(solution), student_path)
-        execute(nb, student_path.parent, allow_errors=True)
-        nbformat.write(nb, student_path)
+        nb = execute(make_student_notebook(solution), student_path.parent, allow_errors=True)
+        nbformat.write(tidy(nb, student_path), student_path)
         written.append(student_path)
     return written
 

@@ -78,6 +78,7 @@ def plot_attention_grid(
     titles: Sequence[str] | None = None,
     row_titles: Sequence[str] | None = None,
     ncols: int | None = None,
+    vmax: float | None = None,
     annot: bool = False,
     cmap: str = "viridis",
     cell_size: float = 2.4,
@@ -90,6 +91,8 @@ def plot_attention_grid(
             for ``(L, h, n, m)`` one title per column.
         row_titles: for ``(L, h, n, m)``, one title per row (default ``layer 0``, ...).
         ncols: for ``(h, n, m)``, heads per row (default: all in one row).
+        vmax: top of the shared colour scale (default: the largest weight); pass 1.0
+            so that nearly uniform weights do not look patterned.
 
     Returns the matplotlib Figure.
     """
@@ -120,7 +123,8 @@ def plot_attention_grid(
     fig, axes = plt.subplots(
         rows, cols, figsize=(cell_size * cols + 1.0, cell_size * rows), squeeze=False, constrained_layout=True
     )
-    vmax = float(w.max()) if w.size else 1.0
+    if vmax is None:
+        vmax = float(w.max()) if w.size else 1.0
     for k, ax in enumerate(axes.flat):
         if k >= len(cells):
             ax.axis("off")  # unused slot in the last row

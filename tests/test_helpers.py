@@ -98,6 +98,8 @@ def test_plot_attention_grid_shares_one_colour_scale():
     heatmaps4 = [ax for ax in fig4.axes if ax.collections and ax.get_label() != "<colorbar>"]
     assert len(heatmaps4) == 8 and heatmaps4[7].get_title() == "head 7"
     assert sum(not ax.axison for ax in fig4.axes) == 1  # 3 x 3 slots, one left empty
+    fig5 = plot_attention_grid(torch.full((2, 3, 3), 1 / 3), vmax=1.0)
+    assert {ax.collections[0].get_clim() for ax in fig5.axes if ax.get_label() != "<colorbar>"} == {(0.0, 1.0)}
     with pytest.raises(ValueError, match="ncols"):
         plot_attention_grid(torch.rand(8, 5, 5), ncols=0)
     with pytest.raises(ValueError, match=r"\(h, n, m\) or \(L, h, n, m\)"):
