@@ -1,0 +1,314 @@
+"""A tiny GPT-style next-token predictor: data, a causal Transformer, training and generation.
+
+Next-token prediction: from tokens ``x_0 .. x_t`` predict ``x_{t+1}``. A sequence of
+``T + 1`` tokens gives ``T`` training examples at once: the inputs are the first ``T``
+tokens and the targets the last ``T`` (the same sequence shifted by one).
+
+Two kinds of data:
+
+- ``RepeatPatternTask``: a random pattern of ``period`` symbols, repeated. The first
+  ``period - 1`` targets cannot be predicted; every later one is the token ``period`` steps
+  back, so generation can be scored exactly.
+- character-level text (``CharVocab``, ``load_corpus``, ``sample_windows``), e.g. the
+  course's own ``data/tiny_corpus.txt``.
+
+``CausalLM`` is built from course parts: token embedding + position (learned or
+sinusoidal) -> pre-norm ``TransformerBlock``s with ``causal_mask`` -> LayerNorm -> linear
+head. ``train_lm`` trains it, ``generate`` writes one token at a time (greedy, or sampled
+with a temperature), ``generation_accuracy`` scores continuations.
+
+Shapes: ``B`` batch, ``T`` sequence length, ``V`` vocabulary size, ``L`` layers, ``h`` heads.
+Mask convention as everywhere in the project: **True = may attend**.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import _require_positive, _shape, causal_mask
+from .data import data_path
+from .transformer import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TransformerBlock
+
+# --- Data -------------------------------------------------------------------
+
+
+def shift_by_one(sequences: Tensor) -> tuple[Tensor, Tensor]:
+    """``(..., T + 1)`` token ids -> ``inputs (..., T)`` and ``targets (..., T)``: ``targets[..., t] = sequences[..., t + 1]``."""
+    if sequences.dim() < 1 or sequences.shape[-1] < 2:
+        raise ValueError(f"need sequences of at least 2 tokens (..., T + 1), got shape {_shape(sequences)}")
+    return sequences[..., :-1], sequences[..., 1:]
+
+
+@dataclass(frozen=True)
+class RepeatPatternTask:
+    """Sequences of ``length + 1`` tokens: a random pattern of ``period`` symbols, then repeats of it.
+
+    Example with ``period=3``: ``c a c c a c c a c ...``. Symbols are ``0..num_symbols-1``
+    (shown as ``a, b, c, ...``), drawn independently and uniformly, so repeats inside the
+    pattern are allowed. A model sees ``length`` input positions.
+    """
+
+    period: int = 5
+    num_symbols: int = 8
+    length: int = 24
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.num_symbols <= 26 or self.period < 1 or self.length <= self.period:
+            raise ValueError(
+                "need 1 <= num_symbols <= 26, period >= 1 and length > period, got "
+                f"num_symbols={self.num_symbols}, period={self.period}, length={self.length}"
+            )
+
+    @property
+    def vocab_size(self) -> int:
+        return self.num_symbols
+
+    def names(self) -> list[str]:
+        """Text of every id: ``['a', 'b', ...]``."""
+        return [chr(ord("a") + i) for i in range(self.num_symbols)]
+
+    def to_text(self, ids: Tensor) -> str:
+        """``(n,)`` ids -> a string such as ``'cac cac ca'`` (a space after every period, for reading)."""
+        if ids.dim() != 1:
+            raise ValueError(f"ids must have shape (n,), got shape {_shape(ids)}")
+        chars = [self.names()[i] for i in ids.tolist()]
+        groups = ["".join(chars[k : k + self.period]) for k in range(0, len(chars), self.period)]
+        return " ".join(groups)
+
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Tensor:
+        """``(batch_size, length + 1)`` sequences (on the CPU)."""
+        _require_positive(batch_size=batch_size)
+        pattern = torch.randint(0, self.num_symbols, (batch_size, self.period), generator=generator)
+        repeats = -(-(self.length + 1) // self.period)  # ceil
+        return pattern.repeat(1, repeats)[:, : self.length + 1]
+
+    def batch(self, batch_size: int, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+        """``inputs (B, length)`` and ``targets (B, length)`` of fresh random sequences."""
+        return shift_by_one(self.sample(batch_size, generator))
+
+    def loss_floor(self) -> float:
+        """Smallest possible mean cross-entropy (nats) of an honest predictor.
+
+        The first ``period - 1`` targets are fresh uniform symbols (``ln num_symbols`` each at
+        best); every later target is fixed by the past (0 at best).
+        """
+        return (self.period - 1) / self.length * math.log(self.num_symbols)
+
+
+class CharVocab:
+    """Character-level vocabulary: one id per distinct character of ``text``, in sorted order."""
+
+    def __init__(self, text: str) -> None:
+        if not text:
+            raise ValueError("need a non-empty text to build a vocabulary")
+        self.chars = sorted(set(text))
+        self.index = {c: i for i, c in enumerate(self.chars)}
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> Tensor:
+        """``str`` of n characters -> ``(n,)`` int64 ids."""
+        unknown = sorted(set(text) - set(self.index))
+        if unknown:
+            raise ValueError(f"characters not in the vocabulary: {unknown}")
+        return torch.tensor([self.index[c] for c in text], dtype=torch.long)
+
+    def decode(self, ids: Tensor) -> str:
+        """``(n,)`` ids -> ``str``."""
+        if ids.dim() != 1:
+            raise ValueError(f"ids must have shape (n,), got shape {_shape(ids)}")
+        return "".join(self.chars[i] for i in ids.tolist())
+
+
+def load_corpus(name: str = "tiny_corpus.txt") -> str:
+    """The text of ``data/<name>`` (UTF-8)."""
+    return data_path(name).read_text(encoding="utf-8")
+
+
+def sample_windows(
+    ids: Tensor, block_size: int, batch_size: int, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    """Random windows of a long ``(N,)`` token stream: ``inputs (B, block_size)``, ``targets (B, block_size)``.
+
+    Window ``b`` starts at a random offset ``s``: inputs ``ids[s : s + block_size]``,
+    targets ``ids[s + 1 : s + block_size + 1]``.
+    """
+    _require_positive(block_size=block_size, batch_size=batch_size)
+    if ids.dim() != 1 or ids.shape[0] < block_size + 1:
+        raise ValueError(f"ids must have shape (N,) with N >= block_size + 1 = {block_size + 1}, got {_shape(ids)}")
+    starts = torch.randint(0, ids.shape[0] - block_size, (batch_size,), generator=generator)
+    windows = torch.stack([ids[s : s + block_size + 1] for s in starts.tolist()])  # (B, block_size + 1)
+    return shift_by_one(windows)
+
+
+# --- Model ------------------------------------------------------------------
+
+
+class CausalLM(nn.Module):
+    """A GPT-style language model from the course's parts.
+
+    ``tokens (B, T)`` -> token embedding + position (``"learned"`` or ``"sinusoidal"``)
+    -> ``num_layers`` pre-norm ``TransformerBlock``s, each given ``causal_mask(T)``
+    -> final LayerNorm -> linear head -> ``logits (B, T, V)``; ``logits[:, t]`` scores the
+    token after position ``t``.
+
+    ``causal=False`` drops the mask (every position sees the whole sequence, future included):
+    the broken model of the notebook's "no mask" experiment.
+
+    ``forward`` returns ``logits (B, T, V)`` and the attention weights ``(B, L, h, T, T)``.
+    ``max_len`` is the context window: longer inputs raise ValueError (``generate`` crops).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        max_len: int,
+        d_model: int = 64,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        d_ff: int | None = None,
+        positions: str = "learned",
+        causal: bool = True,
+    ) -> None:
+        super().__init__()
+        _require_positive(vocab_size=vocab_size, max_len=max_len, d_model=d_model, num_layers=num_layers)
+        if positions not in ("learned", "sinusoidal"):
+            raise ValueError(f"positions must be 'learned' or 'sinusoidal', got {positions!r}")
+        self.vocab_size, self.max_len, self.causal = vocab_size, max_len, causal
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        if positions == "learned":
+            self.position = LearnedPositionalEmbedding(max_len, d_model)
+        else:
+            self.position = SinusoidalPositionalEncoding(d_model)
+        self.blocks = nn.ModuleList(
+            [TransformerBlock(d_model, num_heads, d_ff, norm_first=True) for _ in range(num_layers)]
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= self.max_len:
+            raise ValueError(f"tokens must have shape (B, T) with 1 <= T <= max_len={self.max_len}, got {_shape(tokens)}")
+        T = tokens.shape[1]
+        mask = causal_mask(T, device=tokens.device) if self.causal else None
+        x = self.position(self.token_embedding(tokens))  # (B, T, d_model)
+        all_weights = []
+        for block in self.blocks:
+            x, weights = block(x, mask)  # (B, T, d_model), (B, h, T, T)
+            all_weights.append(weights)
+        return self.head(self.norm(x)), torch.stack(all_weights, dim=1)
+
+
+def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean cross-entropy over all ``B * T`` positions: ``logits (B, T, V)``, ``targets (B, T)``."""
+    if logits.dim() != 3 or targets.shape != logits.shape[:2]:
+        raise ValueError(f"need logits (B, T, V) and targets (B, T), got {_shape(logits)} and {_shape(targets)}")
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+# --- Training and generation --------------------------------------------------
+
+
+def train_lm(
+    model: CausalLM,
+    next_batch: Callable[[torch.Generator], tuple[Tensor, Tensor]],
+    steps: int = 300,
+    lr: float = 3e-3,
+    seed: int = 0,
+    log_every: int = 0,
+) -> list[float]:
+    """Train with Adam (gradient norm clipped at 1) on ``steps`` batches from ``next_batch(generator)``.
+
+    ``next_batch`` returns ``inputs (B, T)`` and ``targets (B, T)``; it gets a
+    ``torch.Generator`` seeded with ``seed``, so the data are the same on every run.
+    Every position of every sequence is a training example (teacher forcing).
+    Returns the loss of every step; ``log_every > 0`` prints it every that many steps.
+    """
+    _require_positive(steps=steps)
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    losses = []
+    for step in range(1, steps + 1):
+        inputs, targets = (t.to(device) for t in next_batch(generator))
+        logits, _ = model(inputs)
+        loss = lm_loss(logits, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+        if log_every and step % log_every == 0:
+            print(f"step {step:4d}  loss {loss.item():.4f}")
+    return losses
+
+
+@torch.no_grad()
+def generate(
+    model: CausalLM,
+    prompt: Tensor,
+    num_new: int,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Extend ``prompt (B, P)`` (or ``(P,)``) by ``num_new`` tokens, one at a time.
+
+    Each step runs the model on the last ``max_len`` tokens, takes the logits of the last
+    position, and picks the next token: the argmax if ``temperature == 0`` (greedy), else a
+    sample from ``softmax(logits / temperature)`` drawn with ``generator`` (CPU).
+    Returns ``(B, P + num_new)`` (or ``(P + num_new,)``), prompt included.
+    """
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
+        raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got {_shape(prompt)}")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    tokens = (prompt.unsqueeze(0) if prompt.dim() == 1 else prompt).to(device)
+    for _ in range(num_new):
+        logits, _ = model(tokens[:, -model.max_len :])
+        last = logits[:, -1]  # (B, V): the prediction for the next token
+        if temperature == 0:
+            next_token = last.argmax(dim=-1)
+        else:
+            probs = torch.softmax(last / temperature, dim=-1).cpu()
+            next_token = torch.multinomial(probs, 1, generator=generator).squeeze(1).to(device)
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+    model.train(was_training)
+    return tokens.squeeze(0) if prompt.dim() == 1 else tokens
+
+
+def generation_accuracy(model: CausalLM, sequences: Tensor, prompt_len: int) -> tuple[float, float]:
+    """Greedy continuation of the first ``prompt_len`` tokens of ``sequences (B, n)``, compared with the rest.
+
+    Returns ``(token accuracy, sequence accuracy)``: the share of generated tokens equal to the
+    true ones, and the share of sequences continued without a single mistake.
+    """
+    if sequences.dim() != 2 or not 1 <= prompt_len < sequences.shape[1]:
+        raise ValueError(f"need sequences (B, n) and 1 <= prompt_len < n, got {_shape(sequences)}, prompt_len={prompt_len}")
+    n = sequences.shape[1]
+    generated = generate(model, sequences[:, :prompt_len], n - prompt_len).cpu()
+    right = generated[:, prompt_len:] == sequences[:, prompt_len:].cpu()
+    return right.float().mean().item(), right.all(dim=1).float().mean().item()
+
+
+@torch.no_grad()
+def stepwise_logits(model: CausalLM, tokens: Tensor) -> Tensor:
+    """The logits generation would see: ``logits[:, t]`` computed from ``tokens[:, : t + 1]`` alone.
+
+    ``tokens (B, T)`` -> ``(B, T, V)``, one forward pass per prefix (``T`` passes). For a causal
+    model this equals ``model(tokens)[0]``; for a model without the mask it does not.
+    """
+    if tokens.dim() != 2:
+        raise ValueError(f"tokens must have shape (B, T), got shape {_shape(tokens)}")
+    return torch.stack([model(tokens[:, : t + 1])[0][:, -1] for t in range(tokens.shape[1])], dim=1)
