@@ -48,3 +48,12 @@ def test_readme_commands_are_the_ones_ci_runs():
     assert re.search(r"^pytest$", readme, re.M), "README must give `pytest` as the test command"
     assert re.search(r"^\s*pytest\b", ci, re.M), ".ci/run must run the README's `pytest`"
     assert "python -m course_utils.nbtools execute" in readme
+
+
+def test_readme_links_name_existing_notebooks_and_list_every_notebook():
+    readme = (ROOT / "README.md").read_text()
+    linked = set(re.findall(r"\]\((notebooks/[^)]+\.ipynb)\)", readme))
+    missing = sorted(link for link in linked if not (ROOT / link).is_file())
+    assert not missing, f"README links to notebooks that do not exist: {missing}"
+    on_disk = {p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("*.ipynb")}
+    assert on_disk - linked == set(), f"notebooks missing from the README table: {sorted(on_disk - linked)}"
