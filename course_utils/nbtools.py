@@ -103,6 +103,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) ->
     client = NotebookClient(
         nb, km=_kernel_manager(), timeout=CELL_TIMEOUT, allow_errors=allow_errors,
         resources={"metadata": {"path": str(cwd)}}, record_timing=False,
+        store_widget_state=False,  # the static drawing beside each widget is what a reader without a kernel sees
     )
     client.execute()
     return nb

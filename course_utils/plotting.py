@@ -120,9 +120,9 @@ def plot_attention_grid(
     n, m = w.shape[-2:]
     _check_labels(x_labels, m, "x_labels (keys)")
     _check_labels(y_labels, n, "y_labels (queries)")
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(cell_size * cols + 1.0, cell_size * rows), squeeze=False, constrained_layout=True
-    )
+    # The layout engine is switched on only at the end: with it on, seaborn would re-run
+    # the layout for every heatmap drawn, which makes large grids slow.
+    fig, axes = plt.subplots(rows, cols, figsize=(cell_size * cols + 1.0, cell_size * rows), squeeze=False)
     if vmax is None:
         vmax = float(w.max()) if w.size else 1.0
     for k, ax in enumerate(axes.flat):
@@ -135,5 +135,6 @@ def plot_attention_grid(
         ax.set_ylabel((f"{row_title}\nquery" if row_title else "query") if first_col else "")
         if not last_row:
             ax.set_xlabel("")
+    fig.set_layout_engine("constrained")
     fig.colorbar(axes.flat[0].collections[0], ax=axes, shrink=0.8, label="weight")
     return fig
