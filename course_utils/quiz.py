@@ -3,15 +3,21 @@
 ``show_quiz(questions)`` displays one widget per question and, below them, the
 same questions with their answers in collapsed HTML, readable without a kernel
 (on GitHub, in a static render, or when widgets are unavailable).
+
+``load_quiz("01")`` reads the questions of one notebook from the question bank
+``data/quizzes.json``.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from dataclasses import dataclass
 
 import ipywidgets as widgets
 from IPython.display import HTML, display
+
+from course_utils.data import data_path
 
 
 @dataclass(frozen=True)
@@ -95,3 +101,78 @@ def show_quiz(questions: list[Question]) -> None:
         raise ValueError("show_quiz needs at least one question")
     display(widgets.VBox([question_widget(q, i + 1) for i, q in enumerate(questions)]))
     display(HTML(static_answers(questions)))
+
+
+# The question bank: data/quizzes.json maps a notebook key ("01", "02", ...) to a list of
+# questions, each an object {"prompt", "options", "answer", "why", "wrong_why"}.
+
+QUIZ_FILE = "quizzes.json"
+_REQUIRED = ("prompt", "options", "answer", "why")
+_FIELDS = _REQUIRED + ("wrong_why",)
+
+
+def _question_from_entry(entry: object, where: str) -> Question:
+    """One JSON entry of the bank as a ``Question``; ValueError saying where and what is wrong."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected an object with fields {list(_FIELDS)}, got {type(entry).__name__}")
+    missing = [f for f in _REQUIRED if f not in entry]
+    unknown = sorted(set(entry) - set(_FIELDS))
+    if missing or unknown:
+        problems = ([f"missing fields {missing}"] if missing else []) + ([f"unknown fields {unknown}"] if unknown else [])
+        raise ValueError(f"{where}: {', '.join(problems)} (allowed: {list(_FIELDS)})")
+    prompt, options, answer, why = (entry[f] for f in _REQUIRED)
+    wrong_why = entry.get("wrong_why")
+    for name, text in (("prompt", prompt), ("why", why)):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{where}: {name!r} must be a non-empty string, got {text!r}")
+    if not isinstance(options, list) or not all(isinstance(o, str) and o.strip() for o in options):
+        raise ValueError(f"{where}: 'options' must be a list of non-empty strings, got {options!r}")
+    if len(set(options)) != len(options):
+        raise ValueError(f"{where}: two options are identical: {options!r}")
+    if not isinstance(answer, int) or isinstance(answer, bool):
+        raise ValueError(f"{where}: 'answer' must be the integer index of the right option, got {answer!r}")
+    if wrong_why is not None and not isinstance(wrong_why, list):
+        raise ValueError(f"{where}: 'wrong_why' must be a list (one entry per option) or null, got {wrong_why!r}")
+    try:
+        question = Question(prompt, tuple(options), answer, why, None if wrong_why is None else tuple(wrong_why))
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+    for i, reason in enumerate(question.wrong_why or ()):
+        if i == answer and reason is not None:
+            raise ValueError(f"{where}: wrong_why[{i}] must be null, option {i} is the right answer")
+        if i != answer and not (isinstance(reason, str) and reason.strip()):
+            raise ValueError(f"{where}: wrong_why[{i}] must say why option {i} is wrong, got {reason!r}")
+    return question
+
+
+def load_quiz(notebook: str, name: str = QUIZ_FILE) -> list[Question]:
+    """The self-check questions of one notebook, e.g. ``show_quiz(load_quiz("01"))``.
+
+    Reads ``data/<name>`` (default ``data/quizzes.json``): a JSON object mapping notebook keys
+    ("01", "02", ...) to lists of questions. Each question is an object with ``prompt`` (string),
+    ``options`` (list of strings), ``answer`` (index of the right option), ``why`` (string) and
+    optionally ``wrong_why``: one entry per option, null for the right one and a string for each
+    wrong one. Only the requested notebook's questions are checked.
+
+    Raises:
+        ValueError: the file is missing or not valid JSON, ``notebook`` is not one of its keys
+            (the message lists the available ones), or an entry is malformed (the message names
+            the notebook, the question number and the problem).
+    """
+    path = data_path(name)
+    try:
+        bank = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path.name} is not valid JSON: {err}") from None
+    if not isinstance(bank, dict):
+        raise ValueError(f"{path.name} must hold a JSON object of notebook keys, got {type(bank).__name__}")
+    if notebook not in bank:
+        raise ValueError(f"no quiz for notebook {notebook!r} in {path.name}; available: {sorted(bank)}")
+    entries = bank[notebook]
+    if not isinstance(entries, list) or not entries:
+        got = "an empty list" if entries == [] else type(entries).__name__
+        raise ValueError(f"{path.name}, notebook {notebook!r}: expected a non-empty list of questions, got {got}")
+    return [
+        _question_from_entry(entry, f"{path.name}, notebook {notebook!r}, question {i + 1}")
+        for i, entry in enumerate(entries)
+    ]
