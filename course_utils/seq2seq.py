@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -366,6 +366,7 @@ def train_seq2seq(
     by_length: bool = False,
     device: torch.device | str = "cpu",
     seed: int = 0,
+    on_epoch_end: Callable[[int, nn.Module], None] | None = None,
 ) -> TrainHistory:
     """Train with teacher forcing, Adam and cross-entropy that ignores ``PAD_ID``.
 
@@ -373,9 +374,18 @@ def train_seq2seq(
     gradient norm (None: no clipping). With ``final_lr``, the learning rate falls
     linearly from ``lr`` to ``final_lr`` over all steps (None: constant ``lr``).
     ``by_length``: batches of equal-length sources (faster; see ``iterate_batches``).
+
+    ``on_epoch_end(epoch, model)``, if given, is called after each epoch with the epoch
+    number ``1, ..., epochs`` and the model (on ``device``), to measure or save it between
+    epochs. It may switch the model to eval mode and draw random numbers: the global
+    random state is restored after the call and the model put back in training mode, so
+    the training (losses and parameters) is the same with or without a callback. Its
+    time is not counted in ``seconds``.
+
     The model is moved to ``device`` and left in training mode. Returns the loss
-    history and the wall time in seconds.
+    history and the wall time of the training in seconds.
     """
+    device = torch.device(device)
     model.to(device).train()
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     total_steps = epochs * -(-len(data) // batch_size)  # ceil: the last batch of an epoch may be smaller
@@ -384,7 +394,7 @@ def train_seq2seq(
     generator = torch.Generator().manual_seed(seed)
     history = TrainHistory()
     start = time.perf_counter()
-    for _ in range(epochs):
+    for epoch in range(1, epochs + 1):
         total, count = 0.0, 0
         for batch in iterate_batches(data, batch_size, shuffle=True, by_length=by_length, generator=generator):
             batch = batch.to(device)
@@ -399,8 +409,23 @@ def train_seq2seq(
             history.step_losses.append(loss.item())
             total, count = total + loss.item() * len(batch), count + len(batch)
         history.epoch_losses.append(total / count)
+        if on_epoch_end is not None:
+            paused = time.perf_counter()
+            # The course's models draw no random numbers in training, but a model with dropout
+            # would draw from the global RNG: random numbers the callback uses must not shift it.
+            with _forked_rng(device):
+                on_epoch_end(epoch, model)
+            model.train()
+            start += time.perf_counter() - paused  # the callback's time is not training time
     history.seconds = time.perf_counter() - start
     return history
+
+
+def _forked_rng(device: torch.device):
+    """Context manager: restore, on exit, the global RNG states of the CPU and of ``device``."""
+    if device.type == "cpu":
+        return torch.random.fork_rng(devices=[])
+    return torch.random.fork_rng(devices=[device], device_type=device.type)
 
 
 # --- Decoding and metrics -------------------------------------------------------

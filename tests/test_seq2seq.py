@@ -290,6 +290,75 @@ def test_training_is_reproducible_with_a_seed():
     assert runs[0] == runs[1]
 
 
+
+# --- observing the model between epochs (on_epoch_end) ---------------------------
+
+
+class _DropoutSeq2Seq(Seq2SeqWithAttention):
+    """A model whose training forward pass draws from the global RNG (dropout on the features)."""
+
+    def __init__(self, vocab_size: int) -> None:
+        super().__init__(vocab_size, emb_dim=8, hidden_dim=16, attn_dim=8)
+        self.drop = torch.nn.Dropout(0.3)
+
+    def step(self, y_emb, s_prev, memory):
+        s, feat, w = super().step(y_emb, s_prev, memory)
+        return s, self.drop(feat), w
+
+
+def _fresh(cls):
+    torch.manual_seed(0)
+    return cls(V) if cls is _DropoutSeq2Seq else cls(V, emb_dim=8, hidden_dim=16)
+
+
+def test_on_epoch_end_sees_epochs_in_order_after_each_epoch_and_training_mode_returns():
+    data = make_reversal_data(40, 2, 5, seed=0)  # batches of 16: 3 optimiser steps per epoch
+    model = _fresh(Seq2SeqWithAttention)
+    modes_in_forward, calls = [], []
+    model.register_forward_pre_hook(lambda module, args: modes_in_forward.append(module.training))
+
+    def callback(epoch, seen):
+        calls.append((epoch, seen is model, len(modes_in_forward), seen.training))
+        seen.eval()  # switched off here: the next epoch's forward passes must run in training mode again
+
+    history = train_seq2seq(model, data, epochs=4, batch_size=16, seed=1, on_epoch_end=callback)
+    assert [c[0] for c in calls] == [1, 2, 3, 4]
+    assert all(c[1] for c in calls), "the callback must receive the model being trained"
+    assert [c[2] for c in calls] == [3, 6, 9, 12], "called once after all of an epoch's steps"
+    assert all(c[3] for c in calls), "the model is in training mode when an epoch ends"
+    assert len(modes_in_forward) == 12 and all(modes_in_forward), "a training step ran in eval mode"
+    assert model.training and len(history.epoch_losses) == 4
+
+
+@pytest.mark.parametrize("cls", [Seq2SeqWithAttention, Seq2SeqNoAttention, _DropoutSeq2Seq])
+def test_a_callback_that_evaluates_and_draws_random_numbers_changes_nothing(cls):
+    data = make_reversal_data(48, 2, 6, seed=0)
+    heldout = make_reversal_data(20, 2, 6, seed=5)
+    settings = dict(epochs=3, batch_size=16, lr=1e-2, final_lr=1e-3, by_length=True, seed=3)
+    seen_losses = []
+
+    def look(epoch, model):
+        model.eval()
+        with torch.no_grad():
+            logits, _ = model(heldout.src, heldout.lengths, heldout.tgt)
+        seen_losses.append(sequence_loss(logits, heldout.tgt).item())
+        torch.rand(1000)  # moves the global RNG, which the dropout of the next epoch reads
+        torch.manual_seed(1234 + epoch)  # even re-seeding it must not leak into the training
+
+    plain, watched = _fresh(cls), _fresh(cls)
+    rng_before = torch.get_rng_state()
+    h_plain = train_seq2seq(plain, data, **settings)
+    rng_after_plain = torch.get_rng_state()
+    torch.set_rng_state(rng_before)  # both runs start from the same global random state
+    h_watched = train_seq2seq(watched, data, on_epoch_end=look, **settings)
+    assert len(seen_losses) == 3
+    assert h_watched.step_losses == h_plain.step_losses  # bit-identical floats
+    assert h_watched.epoch_losses == h_plain.epoch_losses
+    for (name, p), q in zip(plain.named_parameters(), watched.parameters()):
+        assert torch.equal(p, q), name
+    assert torch.equal(torch.get_rng_state(), rng_after_plain), "the callback's draws leaked out of the training"
+
+
 # --- metrics --------------------------------------------------------------------
 
 # Hand-made predictions for three targets (source lengths 2, 2, 3).
