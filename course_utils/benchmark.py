@@ -8,8 +8,8 @@
   exponent (2 for a cost that grows like ``T**2``).
 - ``tensor_bytes`` / ``score_matrix_bytes``: memory of a tensor of a given shape and
   dtype, computed without allocating it; ``format_bytes`` prints it in kB/MB/GB.
-- ``peak_rss_bytes``: the process's peak resident memory so far, as the operating
-  system counts it (a high-water mark: it never goes down).
+- ``call_peak_bytes``: the extra memory a call needs at its worst moment, read from
+  the operating system's peak-resident-memory mark after resetting it (Linux).
 
 Timings change from run to run and from machine to machine: report them, compare
 ratios and exponents, and never assert on an absolute time in a test.
@@ -167,16 +167,27 @@ def format_bytes(num_bytes: float) -> str:
     return f"{num_bytes:.0f} B"
 
 
-def peak_rss_bytes() -> int | None:
-    """Peak resident memory of this process so far, in bytes (``None`` where unknown, e.g. Windows).
+def call_peak_bytes(fn: Callable[[], object]) -> int | None:
+    """Extra memory ``fn()`` needed at its worst moment, in bytes (Linux; ``None`` elsewhere).
 
-    The operating system keeps a high-water mark: it only ever goes up. So the
-    extra memory a call needs at its worst moment shows up as growth of this value
-    only if the call goes above every earlier peak; measure small calls before big ones.
+    Linux lets a process reset its peak-resident-memory mark (``VmHWM``): write 5 to
+    ``/proc/self/clear_refs``. The extra peak is then the mark after the call minus
+    the memory resident just before it, whatever the process held earlier.
     """
     try:
-        import resource
-    except ImportError:  # Windows has no `resource` module
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        before = _proc_status_bytes("VmRSS")
+    except OSError:  # not Linux, or not allowed
         return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
+    fn()
+    return _proc_status_bytes("VmHWM") - before
+
+
+def _proc_status_bytes(key: str) -> int:
+    """A memory line of /proc/self/status (given in kB) in bytes."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"{key} not in /proc/self/status")
