@@ -36,11 +36,62 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("Your turn: replace this line with your code.")'
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 CELL_TIMEOUT = 600
+# Where the course lives on GitHub: the Binder and Colab links and the Colab set-up cell use it.
+# A fork changes these two lines and runs `python -m course_utils.nbtools execute`.
+REPOSITORY = "attention-course/attention-mechanisms"
+BRANCH = "main"
+BADGES_TAG, COLAB_TAG = "course-badges", "colab-setup"
+COLAB_SETUP = f'''# On Google Colab only: fetch the course's helper package and data. Elsewhere this cell does nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+    import subprocess
+
+    if not os.path.isdir("/content/attention-course"):
+        subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", "{BRANCH}",
+                        "https://github.com/{REPOSITORY}", "/content/attention-course"], check=True)
+    # --no-deps keeps Colab's own PyTorch, NumPy and plotting libraries as they are.
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-e", "/content/attention-course"], check=True)
+    sys.path.insert(0, "/content/attention-course")'''
 
 
 def all_notebooks() -> list[Path]:
     """Every committed notebook: lessons, student versions and solutions."""
     return sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def launch_links(path: Path) -> tuple[str, str]:
+    """The Binder and Colab URLs that open the notebook at ``path`` (inside the repository)."""
+    rel = path.resolve().relative_to(ROOT).as_posix()
+    binder = f"https://mybinder.org/v2/gh/{REPOSITORY}/{BRANCH}?urlpath=lab/tree/{rel}"
+    colab = f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/{rel}"
+    return binder, colab
+
+
+def badges(path: Path) -> str:
+    """The two badges every notebook starts with: open this notebook in Binder, or in Colab."""
+    binder, colab = launch_links(path)
+    return (
+        f"[![Open in Binder](https://mybinder.org/badge_logo.svg)]({binder}) "
+        f"[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab})"
+    )
+
+
+def add_header(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
+    """Make the first cell the badges for ``path`` and the first code cell the Colab set-up cell."""
+    first = nb.cells[0] if nb.cells else None
+    if first is not None and BADGES_TAG in first.metadata.get("tags", []):
+        first.source = badges(path)
+    else:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(badges(path), metadata={"tags": [BADGES_TAG]}))
+    code = next((c for c in nb.cells if c.cell_type == "code"), None)
+    if code is not None and COLAB_TAG in code.metadata.get("tags", []):
+        code.source = COLAB_SETUP
+    else:
+        at = nb.cells.index(code) if code is not None else len(nb.cells)
+        nb.cells.insert(at, nbformat.v4.new_code_cell(COLAB_SETUP, metadata={"tags": [COLAB_TAG]}))
+    return nb
 
 
 def is_student_version(nb: nbformat.NotebookNode) -> bool:
@@ -68,15 +119,16 @@ def student_source(source: str) -> str:
     return "\n".join(out)
 
 
-def make_student_notebook(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The student version of a solution notebook: stubs instead of solutions, outputs cleared."""
+def make_student_notebook(solution: nbformat.NotebookNode, student_path: Path | None = None) -> nbformat.NotebookNode:
+    """The student version of a solution notebook: stubs instead of solutions, outputs cleared,
+    and (given its path) badges that open the student version itself."""
     nb = copy.deepcopy(solution)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = student_source(cell.source)
             cell.outputs, cell.execution_count = [], None
     nb.metadata["course"] = {"role": "student", "generated_from": f"solutions/{_name(solution)}"}
-    return nb
+    return add_header(nb, student_path) if student_path is not None else nb
 
 
 def _name(nb: nbformat.NotebookNode) -> str:
@@ -103,7 +155,6 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) ->
     client = NotebookClient(
         nb, km=_kernel_manager(), timeout=CELL_TIMEOUT, allow_errors=allow_errors,
         resources={"metadata": {"path": str(cwd)}}, record_timing=False,
-        store_widget_state=False,  # the static drawing beside each widget is what a reader without a kernel sees
     )
     client.execute()
     return nb
@@ -114,6 +165,9 @@ def tidy(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
     nb.metadata.setdefault("course", {})["file"] = path.name
+    # Widget state would store every image an explorer drew; the static drawing beside
+    # each widget is what a reader without a kernel sees.
+    nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
     return nb
@@ -122,7 +176,7 @@ def tidy(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
 def execute_in_place(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     student = is_student_version(nb)
-    execute(nb, path.parent, allow_errors=student)
+    execute(add_header(nb, path), path.parent, allow_errors=student)
     nbformat.write(tidy(nb, path), path)
 
 
@@ -132,7 +186,7 @@ def write_students(solution_paths: list[Path] | None = None) -> list[Path]:
     for solution_path in solution_paths or sorted(SOLUTIONS.glob("*.ipynb")):
         solution = tidy(nbformat.read(solution_path, as_version=4), solution_path)
         student_path = NOTEBOOKS / solution_path.name
-        nb = execute(make_student_notebook(solution), student_path.parent, allow_errors=True)
+        nb = execute(make_student_notebook(solution, student_path), student_path.parent, allow_errors=True)
         nbformat.write(tidy(nb, student_path), student_path)
         written.append(student_path)
     return written

@@ -36,3 +36,51 @@ def test_student_notebook_clears_outputs_and_is_marked():
     assert student.cells[1].source == f"def f():\n    {STUB}"
     assert student.cells[1].outputs == [] and student.cells[1].execution_count is None
     assert "return 42" in nb.cells[1].source  # the solution notebook itself is untouched
+
+
+def test_add_header_inserts_badges_and_colab_cell_once():
+    from course_utils.nbtools import BADGES_TAG, COLAB_SETUP, COLAB_TAG, NOTEBOOKS, add_header
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title"), nbformat.v4.new_code_cell("import torch")]
+    path = NOTEBOOKS / "01_example.ipynb"
+    add_header(nb, path)
+    add_header(nb, path)  # idempotent
+    assert [c.cell_type for c in nb.cells] == ["markdown", "markdown", "code", "code"]
+    assert BADGES_TAG in nb.cells[0].metadata.tags and COLAB_TAG in nb.cells[2].metadata.tags
+    assert "lab/tree/notebooks/01_example.ipynb" in nb.cells[0].source
+    assert "/blob/main/notebooks/01_example.ipynb" in nb.cells[0].source
+    assert nb.cells[2].source == COLAB_SETUP and nb.cells[3].source == "import torch"
+
+
+def test_student_badges_open_the_student_version():
+    from course_utils.nbtools import NOTEBOOKS
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION")]
+    student = make_student_notebook(nb, NOTEBOOKS / "05_x.ipynb")
+    assert "notebooks/05_x.ipynb" in student.cells[0].source and "solutions" not in student.cells[0].source
+
+
+def test_colab_cell_does_nothing_and_prints_nothing_outside_colab():
+    import subprocess
+    import sys
+
+    from course_utils.nbtools import COLAB_SETUP
+
+    probe = COLAB_SETUP + "\nimport sys as _s\nprint(sorted(set(_s.modules) & {'subprocess', 'google.colab'}))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout == "[]\n" and result.stderr == ""
+    # On Colab it clones and installs without touching Colab's own packages.
+    assert '"--no-deps"' in COLAB_SETUP and "git" in COLAB_SETUP
+
+
+def test_every_notebook_starts_with_its_badges_and_the_colab_cell():
+    from course_utils.nbtools import COLAB_SETUP, all_notebooks, badges
+
+    for path in all_notebooks():
+        nb = nbformat.read(path, as_version=4)
+        assert nb.cells[0].source == badges(path), f"{path.name}: badges missing or stale"
+        first_code = next(c for c in nb.cells if c.cell_type == "code")
+        assert first_code.source == COLAB_SETUP, f"{path.name}: first code cell is not the Colab set-up cell"
+        assert first_code.outputs == [], f"{path.name}: the Colab cell printed something"

@@ -53,6 +53,14 @@ def test_readme_commands_are_the_ones_ci_runs():
 def test_readme_links_name_existing_notebooks_and_list_every_notebook():
     readme = (ROOT / "README.md").read_text()
     linked = set(re.findall(r"\]\((notebooks/[^)]+\.ipynb)\)", readme))
+    launched = set(re.findall(r"\]\(https://[^)]*?/(notebooks/[^)?#]+\.ipynb)\)", readme))
+    assert linked <= launched, f"notebooks without Binder/Colab links: {sorted(linked - launched)}"
+    linked |= launched
+    from course_utils.nbtools import launch_links
+
+    for link in linked:
+        for url in launch_links(ROOT / link):
+            assert f"]({url})" in readme, f"README launch link for {link} differs from nbtools.launch_links: {url}"
     missing = sorted(link for link in linked if not (ROOT / link).is_file())
     assert not missing, f"README links to notebooks that do not exist: {missing}"
     on_disk = {p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("*.ipynb")}

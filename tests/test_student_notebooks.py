@@ -31,7 +31,7 @@ def _solution_lines(solution) -> set[str]:
 def test_student_version_is_committed_and_up_to_date(solution_path: Path):
     student_path = NOTEBOOKS / solution_path.name
     assert student_path.exists(), f"run `python -m course_utils.nbtools students` to create {student_path.name}"
-    expected = make_student_notebook(nbformat.read(solution_path, as_version=4))
+    expected = make_student_notebook(nbformat.read(solution_path, as_version=4), student_path)
     student = nbformat.read(student_path, as_version=4)
     assert [(c.cell_type, c.source) for c in student.cells] == [(c.cell_type, c.source) for c in expected.cells], (
         f"{student_path.name} is out of date: run `python -m course_utils.nbtools students`"
