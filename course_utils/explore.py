@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .training import train_steps
+
 
 def recall_batch(
     batch_size: int, num_pairs: int, num_keys: int, num_values: int, generator: torch.Generator | None = None
@@ -112,17 +114,14 @@ def train_recall(
     num_keys, num_values = model.key_embedding.num_embeddings, model.value_embedding.num_embeddings
     held_out = recall_batch(eval_size, num_pairs, num_keys, num_values, torch.Generator().manual_seed(12345))
     held_out = [t.to(device) for t in held_out]
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     history: dict[str, list[float]] = {"loss": [], "eval_step": [], "accuracy": [], "correct_weight": []}
-    for step in range(1, steps + 1):
+
+    def batch_loss(generator: torch.Generator) -> Tensor:
         keys, values, query, target = (t.to(device) for t in recall_batch(batch_size, num_pairs, num_keys, num_values, generator))
         logits, _ = model(keys, values, query)
-        loss = F.cross_entropy(logits, target)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        history["loss"].append(loss.item())
+        return F.cross_entropy(logits, target)
+
+    def evaluate_every(step: int) -> None:
         if step % eval_every == 0:
             with torch.no_grad():
                 keys, values, query, target = held_out
@@ -130,4 +129,6 @@ def train_recall(
                 history["eval_step"].append(step)
                 history["accuracy"].append((logits.argmax(-1) == target).float().mean().item())
                 history["correct_weight"].append(weights[keys == query.unsqueeze(1)].mean().item())
+
+    history["loss"] = train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, on_step=evaluate_every)
     return history

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from .attention import _require_positive, _shape, causal_mask
 from .data import data_path
 from .transformer import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TransformerBlock
+from .training import train_steps
 
 # --- Data -------------------------------------------------------------------
 
@@ -234,22 +235,13 @@ def train_lm(
     """
     _require_positive(steps=steps)
     device = next(model.parameters()).device
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    losses = []
-    for step in range(1, steps + 1):
+
+    def batch_loss(generator: torch.Generator) -> Tensor:
         inputs, targets = (t.to(device) for t in next_batch(generator))
         logits, _ = model(inputs)
-        loss = lm_loss(logits, targets)
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
-        if log_every and step % log_every == 0:
-            print(f"step {step:4d}  loss {loss.item():.4f}")
-    return losses
+        return lm_loss(logits, targets)
+
+    return train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, clip=1.0, log_every=log_every)
 
 
 @torch.no_grad()

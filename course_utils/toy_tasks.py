@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .multihead import MultiHeadAttention
+from .training import train_steps
 
 
 class ToyBatch(NamedTuple):
@@ -183,21 +184,13 @@ def train_heads_model(
     if steps < 1 or batch_size < 1:
         raise ValueError(f"steps and batch_size must be positive, got steps={steps}, batch_size={batch_size}")
     device = next(model.parameters()).device
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    losses = []
-    for step in range(1, steps + 1):
+
+    def batch_loss(generator: torch.Generator) -> Tensor:
         batch = model.task.sample(batch_size, generator).to(device)
         logits, _ = model(batch.tokens)
-        loss = task_loss(logits, batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if log_every and step % log_every == 0:
-            print(f"step {step:4d}  loss {loss.item():.4f}")
-    return losses
+        return task_loss(logits, batch)
+
+    return train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, log_every=log_every)
 
 
 @contextmanager
