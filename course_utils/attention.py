@@ -12,6 +12,7 @@ as ``torch.nn.functional.scaled_dot_product_attention``. (Beware:
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import torch
 from torch import Tensor, nn
@@ -22,9 +23,9 @@ def _shape(t: Tensor) -> str:
 
 
 def _require_positive(**sizes: int) -> None:
-    """Raise ValueError for any size that is not a positive int."""
+    """Raise ValueError for any size that is not a positive integer (Python or NumPy)."""
     for name, value in sizes.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        if not isinstance(value, Integral) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
