@@ -86,16 +86,8 @@ def test_model_validation():
         model.scores(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, dtype=torch.long))
 
 
-@pytest.fixture
-def one_thread():
-    # Tiny models train far faster on one thread (two threads contend on a busy 2-core machine).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
-
-def test_train_recall_learns_and_repeats(one_thread):
+def test_train_recall_learns_and_repeats():
     def run():
         torch.manual_seed(0)
         model = RecallAttention(num_keys=8, num_values=4, d_model=16, d_k=16)

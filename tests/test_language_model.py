@@ -23,12 +23,6 @@ from course_utils.language_model import (
 from course_utils.transformer import to_torch_encoder_layer
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
-
 
 def small_model(causal: bool = True, positions: str = "learned", vocab_size: int = 7, max_len: int = 10) -> CausalLM:
     torch.manual_seed(0)

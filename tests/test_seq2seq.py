@@ -37,14 +37,6 @@ from course_utils.seq2seq import (
 V = len(make_vocab())
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny tensors: one thread is fastest, and on a busy machine two threads fight for the cores.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 # --- data ---------------------------------------------------------------------
 

@@ -16,12 +16,6 @@ from course_utils.toy_tasks import (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
-
 
 def test_ids_and_names():
     task = NeighbourCountTask(length=5, num_symbols=3, max_markers=2)
