@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import re
-import sys
 import time
 from pathlib import Path
 

@@ -99,7 +99,7 @@ def attention_loops(Q, K, V, mask):
     out, weights = torch.zeros(*Q.shape[:-1], V.shape[-1]), torch.zeros(*Q.shape[:-1], K.shape[-2])
     mask = mask.expand(weights.shape)
     for idx in np.ndindex(*Q.shape[:-1]):
-        lead, i = idx[:-1], idx[-1]
+        lead = idx[:-1]
         allowed = [j for j in range(K.shape[-2]) if mask[idx][j]]
         s = {j: float(Q[idx] @ K[lead + (j,)]) / math.sqrt(Q.shape[-1]) for j in allowed}
         top = max(s.values())

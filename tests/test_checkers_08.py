@@ -2,7 +2,6 @@
 (the mistakes students make) each fails with a hint that names the mistake, stubs get "not implemented yet"."""
 
 import pytest
-import torch
 
 from course_utils import seq2seq
 from course_utils.checkers import check_accuracy_by_length, check_exact_match, check_token_accuracy

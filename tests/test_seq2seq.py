@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from course_utils.attention import AdditiveScore
 from course_utils.seq2seq import (
