@@ -9,7 +9,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.checkers import check_causal_mask, check_leaks_future, check_masked_attention
+from course_utils.helpers.checkers.causal_mask import (
+    check_causal_mask,
+    check_leaks_future,
+    check_masked_attention,
+)
 
 NEG_INF = float("-inf")
 

@@ -9,7 +9,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils import MultiHeadAttention, scaled_dot_product_attention
-from course_utils.checkers import check_cross_attention, check_cross_attention_shapes, check_strongest_source
+from course_utils.helpers.checkers.cross_attention import (
+    check_cross_attention,
+    check_cross_attention_shapes,
+    check_strongest_source,
+)
 
 
 def _run(check, answer, capsys) -> tuple[bool, str]:

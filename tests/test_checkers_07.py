@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.checkers import check_classify_heads, check_head_entropy, check_head_mean_distance
+from course_utils.helpers.checkers.head_patterns import (
+    check_classify_heads,
+    check_head_entropy,
+    check_head_mean_distance,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Reference answers, written independently of the checkers (loops over rows, plain Python).

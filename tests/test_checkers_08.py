@@ -3,8 +3,12 @@
 
 import pytest
 
-from course_utils import seq2seq
-from course_utils.checkers import check_accuracy_by_length, check_exact_match, check_token_accuracy
+from course_utils.models import seq2seq_training
+from course_utils.helpers.checkers.attention_vs_none import (
+    check_accuracy_by_length,
+    check_exact_match,
+    check_token_accuracy,
+)
 
 PAD, EOS = 0, 2
 
@@ -71,7 +75,7 @@ def _mutating_token_accuracy(pred, target):
 WRONG_TOKEN_ACCURACY["changes its input"] = (_mutating_token_accuracy, "in place")
 
 
-@pytest.mark.parametrize("fn", [token_accuracy_vectorised, token_accuracy_loops, token_accuracy_tensor, seq2seq.token_accuracy])
+@pytest.mark.parametrize("fn", [token_accuracy_vectorised, token_accuracy_loops, token_accuracy_tensor, seq2seq_training.token_accuracy])
 def test_token_accuracy_correct_answers_pass(fn, capsys):
     assert check_token_accuracy(fn) is True
     assert "[correct]" in capsys.readouterr().out
@@ -121,7 +125,7 @@ WRONG_EXACT_MATCH = {
 }
 
 
-@pytest.mark.parametrize("fn", [exact_match_vectorised, exact_match_loops, seq2seq.exact_match_accuracy])
+@pytest.mark.parametrize("fn", [exact_match_vectorised, exact_match_loops, seq2seq_training.exact_match_accuracy])
 def test_exact_match_correct_answers_pass(fn, capsys):
     assert check_exact_match(fn) is True
     assert "[correct]" in capsys.readouterr().out
@@ -202,7 +206,7 @@ WRONG_BY_LENGTH = {
 }
 
 
-@pytest.mark.parametrize("fn", [by_length_vectorised, by_length_loops, seq2seq.accuracy_by_length])
+@pytest.mark.parametrize("fn", [by_length_vectorised, by_length_loops, seq2seq_training.accuracy_by_length])
 def test_accuracy_by_length_correct_answers_pass(fn, capsys):
     assert check_accuracy_by_length(fn) is True
     assert "[correct]" in capsys.readouterr().out

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from course_utils.explorers import (  # noqa: E402
+from course_utils.helpers.explorers import (
     DK_CHOICES,
     draw_decoder_step,
     draw_head,

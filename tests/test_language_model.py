@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils import causal_mask, seed_everything
-from course_utils.language_model import (
+from course_utils.models.language_model import (
     CausalLM,
     CharVocab,
     RepeatPatternTask,
@@ -20,7 +20,7 @@ from course_utils.language_model import (
     stepwise_logits,
     train_lm,
 )
-from course_utils.transformer import to_torch_encoder_layer
+from course_utils.core.transformer import to_torch_encoder_layer
 
 
 

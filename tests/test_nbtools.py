@@ -3,7 +3,7 @@
 import nbformat
 import pytest
 
-from course_utils.nbtools import STUB, make_student_notebook, student_source
+from course_utils.tooling.nbtools import STUB, make_student_notebook, student_source
 
 
 def test_solution_region_becomes_an_indented_stub():
@@ -39,7 +39,7 @@ def test_student_notebook_clears_outputs_and_is_marked():
 
 
 def test_add_header_inserts_badges_and_colab_cell_once():
-    from course_utils.nbtools import BADGES_TAG, COLAB_SETUP, COLAB_TAG, NOTEBOOKS, add_header
+    from course_utils.tooling.nbtools import BADGES_TAG, COLAB_SETUP, COLAB_TAG, NOTEBOOKS, add_header
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# Title"), nbformat.v4.new_code_cell("import torch")]
@@ -54,7 +54,7 @@ def test_add_header_inserts_badges_and_colab_cell_once():
 
 
 def test_student_badges_open_the_student_version():
-    from course_utils.nbtools import NOTEBOOKS
+    from course_utils.tooling.nbtools import NOTEBOOKS
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION")]
@@ -66,7 +66,7 @@ def test_colab_cell_does_nothing_and_prints_nothing_outside_colab():
     import subprocess
     import sys
 
-    from course_utils.nbtools import COLAB_SETUP
+    from course_utils.tooling.nbtools import COLAB_SETUP
 
     probe = COLAB_SETUP + "\nimport sys as _s\nprint(sorted(set(_s.modules) & {'subprocess', 'google.colab'}))"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
@@ -76,7 +76,7 @@ def test_colab_cell_does_nothing_and_prints_nothing_outside_colab():
 
 
 def test_every_notebook_starts_with_its_badges_and_the_colab_cell():
-    from course_utils.nbtools import COLAB_SETUP, all_notebooks, badges
+    from course_utils.tooling.nbtools import COLAB_SETUP, all_notebooks, badges
 
     for path in all_notebooks():
         nb = nbformat.read(path, as_version=4)

@@ -47,7 +47,7 @@ def test_readme_commands_are_the_ones_ci_runs():
     assert "jupyter lab" in readme
     assert re.search(r"^pytest$", readme, re.M), "README must give `pytest` as the test command"
     assert re.search(r"^\s*pytest\b", ci, re.M), ".ci/run must run the README's `pytest`"
-    assert "python -m course_utils.nbtools execute" in readme
+    assert "python -m course_utils.tooling.nbtools execute" in readme
 
 
 def test_readme_links_name_existing_notebooks_and_list_every_notebook():
@@ -56,7 +56,7 @@ def test_readme_links_name_existing_notebooks_and_list_every_notebook():
     launched = set(re.findall(r"\]\(https://[^)]*?/(notebooks/[^)?#]+\.ipynb)\)", readme))
     assert linked <= launched, f"notebooks without Binder/Colab links: {sorted(linked - launched)}"
     linked |= launched
-    from course_utils.nbtools import launch_links
+    from course_utils.tooling.nbtools import launch_links
 
     for link in linked:
         for url in launch_links(ROOT / link):

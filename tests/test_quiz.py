@@ -2,7 +2,7 @@
 
 import pytest
 
-from course_utils.quiz import Question, feedback, question_widget, static_answers
+from course_utils.helpers.quiz import Question, feedback, question_widget, static_answers
 
 Q = Question(
     prompt="Which axis does the softmax run over?",

@@ -11,10 +11,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import course_utils.data as data_module
+import course_utils.models.data_files as data_module
 from course_utils import MultiHeadAttention, causal_mask, scaled_dot_product_attention
-from course_utils.data import data_path
-from course_utils.quiz import Question, feedback, load_quiz, static_answers
+from course_utils.models.data_files import data_path
+from course_utils.helpers.quiz import Question, feedback, load_quiz, static_answers
 
 NOTEBOOKS = ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14"]
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"

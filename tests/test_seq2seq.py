@@ -5,32 +5,32 @@ import math
 import pytest
 import torch
 
-from course_utils.attention import AdditiveScore
-from course_utils.seq2seq import (
+from course_utils.core.scores import AdditiveScore
+from course_utils.models.seq2seq_data import (
     EOS_ID,
     PAD_ID,
     SOS_ID,
     ReversalData,
-    Seq2SeqNoAttention,
-    Seq2SeqWithAttention,
-    accuracy_by_length,
     decoder_inputs,
-    evaluate,
-    exact_match_accuracy,
     heldout_reversal_data,
     iterate_batches,
     make_reversal_data,
     make_vocab,
-    masked_softmax,
     pad_batch,
-    predict,
     reversal_target,
+    to_tokens,
+    truncate_after_eos,
+)
+from course_utils.models.seq2seq import Seq2SeqNoAttention, Seq2SeqWithAttention, masked_softmax
+from course_utils.models.seq2seq_training import (
+    accuracy_by_length,
+    evaluate,
+    exact_match_accuracy,
+    predict,
     sequence_correct,
     sequence_loss,
-    to_tokens,
     token_accuracy,
     train_seq2seq,
-    truncate_after_eos,
 )
 
 V = len(make_vocab())

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from course_utils.sparse import sparsemax, topk_softmax
+from course_utils.core.sparse import sparsemax, topk_softmax
 
 
 def _bisection_sparsemax(z: list[float], iters: int = 200) -> list[float]:

@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.nbtools import BEGIN, END, NOTEBOOKS, SOLUTIONS, execute, make_student_notebook
+from course_utils.tooling.nbtools import BEGIN, END, NOTEBOOKS, SOLUTIONS, execute, make_student_notebook
 
 SOLUTION_PATHS = sorted(SOLUTIONS.glob("*.ipynb"))
 ids = [p.name for p in SOLUTION_PATHS]
@@ -30,11 +30,11 @@ def _solution_lines(solution) -> set[str]:
 @pytest.mark.parametrize("solution_path", SOLUTION_PATHS, ids=ids)
 def test_student_version_is_committed_and_up_to_date(solution_path: Path):
     student_path = NOTEBOOKS / solution_path.name
-    assert student_path.exists(), f"run `python -m course_utils.nbtools students` to create {student_path.name}"
+    assert student_path.exists(), f"run `python -m course_utils.tooling.nbtools students` to create {student_path.name}"
     expected = make_student_notebook(nbformat.read(solution_path, as_version=4), student_path)
     student = nbformat.read(student_path, as_version=4)
     assert [(c.cell_type, c.source) for c in student.cells] == [(c.cell_type, c.source) for c in expected.cells], (
-        f"{student_path.name} is out of date: run `python -m course_utils.nbtools students`"
+        f"{student_path.name} is out of date: run `python -m course_utils.tooling.nbtools students`"
     )
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils.training import train_steps
+from course_utils.models.training import train_steps
 
 
 def _problem(seed: int = 0):

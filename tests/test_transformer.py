@@ -11,14 +11,12 @@ from hypothesis import strategies as st
 from torch import nn
 
 from course_utils import MultiHeadAttention, causal_mask, padding_mask
-from course_utils.transformer import (
+from course_utils.core.positions import (
     LearnedPositionalEmbedding,
-    PositionwiseFeedForward,
     SinusoidalPositionalEncoding,
-    TransformerBlock,
     sinusoidal_positional_encoding,
-    to_torch_encoder_layer,
 )
+from course_utils.core.transformer import PositionwiseFeedForward, TransformerBlock, to_torch_encoder_layer
 
 # --- sinusoidal encodings ---
 

@@ -42,8 +42,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from torch import Tensor
 
-from .attention import _require_positive
-from .metrics import attention_entropy
+from ..core.metrics import attention_entropy
+from ..core.validation import require_positive
 from .plotting import plot_attention, plot_attention_grid
 
 DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -105,7 +105,7 @@ def random_scores(d_k: int, num_queries: int = 256, num_keys: int = 8, seed: int
     Each query gets its own ``num_keys`` keys, so the rows are independent samples; every
     score has mean 0 and variance ``d_k``. A fixed ``seed`` gives the same scores every time.
     """
-    _require_positive(d_k=d_k, num_queries=num_queries, num_keys=num_keys)
+    require_positive(d_k=d_k, num_queries=num_queries, num_keys=num_keys)
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(num_queries, 1, d_k, generator=g)
     k = torch.randn(num_queries, num_keys, d_k, generator=g)
@@ -145,7 +145,7 @@ def draw_softmax_saturation(
     Without scaling the scores have standard deviation ``sqrt(d_k)`` and the weights turn
     one-hot as ``d_k`` grows; dividing by ``sqrt(d_k)`` (a temperature) keeps them soft.
     """
-    _require_positive(d_k=d_k, **{f"d_ks[{i}]": d for i, d in enumerate(d_ks)})
+    require_positive(d_k=d_k, **{f"d_ks[{i}]": d for i, d in enumerate(d_ks)})
     d_ks = tuple(sorted(set(d_ks) | {d_k}))
     scores = random_scores(d_k, num_queries, num_keys, seed)  # (num_queries, num_keys)
     scores = scores / math.sqrt(d_k) if scaled else scores
@@ -340,7 +340,7 @@ def softmax_explorer(
     d_ks: Sequence[int] = DK_CHOICES,
 ) -> Explorer:
     """A ``d_k`` slider and a scaling toggle over ``draw_softmax_saturation``; ``d_k`` must be in ``d_ks``."""
-    _require_positive(num_queries=num_queries, num_keys=num_keys, **{f"d_ks[{i}]": d for i, d in enumerate(d_ks)})
+    require_positive(num_queries=num_queries, num_keys=num_keys, **{f"d_ks[{i}]": d for i, d in enumerate(d_ks)})
     if d_k not in d_ks:
         raise ValueError(f"d_k={d_k!r} is not one of the slider's values d_ks={tuple(d_ks)}")
     controls = {

@@ -31,9 +31,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import _require_positive, _shape, causal_mask
-from .data import data_path
-from .transformer import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TransformerBlock
+from ..core.masks import causal_mask
+from ..core.positions import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from ..core.transformer import TransformerBlock
+from ..core.validation import require_positive, shape_of
+from .data_files import data_path
 from .training import train_steps
 
 # --- Data -------------------------------------------------------------------
@@ -42,7 +44,7 @@ from .training import train_steps
 def shift_by_one(sequences: Tensor) -> tuple[Tensor, Tensor]:
     """``(..., T + 1)`` token ids -> ``inputs (..., T)`` and ``targets (..., T)``: ``targets[..., t] = sequences[..., t + 1]``."""
     if sequences.dim() < 1 or sequences.shape[-1] < 2:
-        raise ValueError(f"need sequences of at least 2 tokens (..., T + 1), got shape {_shape(sequences)}")
+        raise ValueError(f"need sequences of at least 2 tokens (..., T + 1), got shape {shape_of(sequences)}")
     return sequences[..., :-1], sequences[..., 1:]
 
 
@@ -77,14 +79,14 @@ class RepeatPatternTask:
     def to_text(self, ids: Tensor) -> str:
         """``(n,)`` ids -> a string such as ``'cac cac ca'`` (a space after every period, for reading)."""
         if ids.dim() != 1:
-            raise ValueError(f"ids must have shape (n,), got shape {_shape(ids)}")
+            raise ValueError(f"ids must have shape (n,), got shape {shape_of(ids)}")
         chars = [self.names()[i] for i in ids.tolist()]
         groups = ["".join(chars[k : k + self.period]) for k in range(0, len(chars), self.period)]
         return " ".join(groups)
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Tensor:
         """``(batch_size, length + 1)`` sequences (on the CPU)."""
-        _require_positive(batch_size=batch_size)
+        require_positive(batch_size=batch_size)
         pattern = torch.randint(0, self.num_symbols, (batch_size, self.period), generator=generator)
         repeats = -(-(self.length + 1) // self.period)  # ceil
         return pattern.repeat(1, repeats)[:, : self.length + 1]
@@ -124,7 +126,7 @@ class CharVocab:
     def decode(self, ids: Tensor) -> str:
         """``(n,)`` ids -> ``str``."""
         if ids.dim() != 1:
-            raise ValueError(f"ids must have shape (n,), got shape {_shape(ids)}")
+            raise ValueError(f"ids must have shape (n,), got shape {shape_of(ids)}")
         return "".join(self.chars[i] for i in ids.tolist())
 
 
@@ -141,9 +143,9 @@ def sample_windows(
     Window ``b`` starts at a random offset ``s``: inputs ``ids[s : s + block_size]``,
     targets ``ids[s + 1 : s + block_size + 1]``.
     """
-    _require_positive(block_size=block_size, batch_size=batch_size)
+    require_positive(block_size=block_size, batch_size=batch_size)
     if ids.dim() != 1 or ids.shape[0] < block_size + 1:
-        raise ValueError(f"ids must have shape (N,) with N >= block_size + 1 = {block_size + 1}, got {_shape(ids)}")
+        raise ValueError(f"ids must have shape (N,) with N >= block_size + 1 = {block_size + 1}, got {shape_of(ids)}")
     starts = torch.randint(0, ids.shape[0] - block_size, (batch_size,), generator=generator)
     windows = torch.stack([ids[s : s + block_size + 1] for s in starts.tolist()])  # (B, block_size + 1)
     return shift_by_one(windows)
@@ -179,7 +181,7 @@ class CausalLM(nn.Module):
         causal: bool = True,
     ) -> None:
         super().__init__()
-        _require_positive(vocab_size=vocab_size, max_len=max_len, d_model=d_model, num_layers=num_layers)
+        require_positive(vocab_size=vocab_size, max_len=max_len, d_model=d_model, num_layers=num_layers)
         if positions not in ("learned", "sinusoidal"):
             raise ValueError(f"positions must be 'learned' or 'sinusoidal', got {positions!r}")
         self.vocab_size, self.max_len, self.causal = vocab_size, max_len, causal
@@ -197,7 +199,7 @@ class CausalLM(nn.Module):
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= self.max_len:
-            raise ValueError(f"tokens must have shape (B, T) with 1 <= T <= max_len={self.max_len}, got {_shape(tokens)}")
+            raise ValueError(f"tokens must have shape (B, T) with 1 <= T <= max_len={self.max_len}, got {shape_of(tokens)}")
         T = tokens.shape[1]
         mask = causal_mask(T, device=tokens.device) if self.causal else None
         x = self.position(self.token_embedding(tokens))  # (B, T, d_model)
@@ -211,7 +213,7 @@ class CausalLM(nn.Module):
 def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean cross-entropy over all ``B * T`` positions: ``logits (B, T, V)``, ``targets (B, T)``."""
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
-        raise ValueError(f"need logits (B, T, V) and targets (B, T), got {_shape(logits)} and {_shape(targets)}")
+        raise ValueError(f"need logits (B, T, V) and targets (B, T), got {shape_of(logits)} and {shape_of(targets)}")
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
@@ -233,7 +235,7 @@ def train_lm(
     Every position of every sequence is a training example (teacher forcing).
     Returns the loss of every step; ``log_every > 0`` prints it every that many steps.
     """
-    _require_positive(steps=steps)
+    require_positive(steps=steps)
     device = next(model.parameters()).device
 
     def batch_loss(generator: torch.Generator) -> Tensor:
@@ -262,7 +264,7 @@ def generate(
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
-        raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got {_shape(prompt)}")
+        raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got {shape_of(prompt)}")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -287,7 +289,7 @@ def generation_accuracy(model: CausalLM, sequences: Tensor, prompt_len: int) -> 
     true ones, and the share of sequences continued without a single mistake.
     """
     if sequences.dim() != 2 or not 1 <= prompt_len < sequences.shape[1]:
-        raise ValueError(f"need sequences (B, n) and 1 <= prompt_len < n, got {_shape(sequences)}, prompt_len={prompt_len}")
+        raise ValueError(f"need sequences (B, n) and 1 <= prompt_len < n, got {shape_of(sequences)}, prompt_len={prompt_len}")
     n = sequences.shape[1]
     generated = generate(model, sequences[:, :prompt_len], n - prompt_len).cpu()
     right = generated[:, prompt_len:] == sequences[:, prompt_len:].cpu()
@@ -302,5 +304,5 @@ def stepwise_logits(model: CausalLM, tokens: Tensor) -> Tensor:
     model this equals ``model(tokens)[0]``; for a model without the mask it does not.
     """
     if tokens.dim() != 2:
-        raise ValueError(f"tokens must have shape (B, T), got shape {_shape(tokens)}")
+        raise ValueError(f"tokens must have shape (B, T), got shape {shape_of(tokens)}")
     return torch.stack([model(tokens[:, : t + 1])[0][:, -1] for t in range(tokens.shape[1])], dim=1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
 def data_path(name: str) -> Path:

@@ -2,9 +2,9 @@
 
 Run from the repository root:
 
-    python -m course_utils.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
-    python -m course_utils.nbtools students [SOLUTION ...]  # only regenerate + run student versions
-    python -m course_utils.nbtools benchmark [NOTEBOOK ...] # wall time and peak memory table
+    python -m course_utils.tooling.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
+    python -m course_utils.tooling.nbtools students [SOLUTION ...]  # only regenerate + run student versions
+    python -m course_utils.tooling.nbtools benchmark [NOTEBOOK ...] # wall time and peak memory table
 
 Exercise notebooks have one source of truth, ``notebooks/solutions/NN_name.ipynb``.
 Inside its code cells, a solution region is marked like this::
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = NOTEBOOKS / "solutions"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -35,7 +35,7 @@ STUB = 'raise NotImplementedError("Your turn: replace this line with your code."
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 CELL_TIMEOUT = 600
 # Where the course lives on GitHub: the Binder and Colab links and the Colab set-up cell use it.
-# A fork changes these two lines and runs `python -m course_utils.nbtools execute`.
+# A fork changes these two lines and runs `python -m course_utils.tooling.nbtools execute`.
 REPOSITORY = "attention-course/attention-mechanisms"
 BRANCH = "main"
 BADGES_TAG, COLAB_TAG = "course-badges", "colab-setup"
@@ -214,7 +214,7 @@ def _paths(args: list[str]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.nbtools", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.nbtools", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["execute", "students", "benchmark"])
     parser.add_argument("notebooks", nargs="*", help="notebook paths (default: all)")
     args = parser.parse_args(argv)

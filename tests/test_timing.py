@@ -1,4 +1,4 @@
-"""course_utils.benchmark: timer bookkeeping (fake clock), slope fit, memory formulas.
+"""course_utils.helpers.timing: timer bookkeeping (fake clock), slope fit, memory formulas.
 
 No assertion here depends on how fast the machine is: the timer's arithmetic is
 checked with a fake clock, and the one real-clock test only uses the fact that
@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from course_utils.benchmark import (
+from course_utils.helpers.timing import (
     Timing,
     format_bytes,
     loglog_slope,

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils import seed_everything
-from course_utils.toy_tasks import (
+from course_utils.models.head_task import (
     HeadsModel,
     NeighbourCountTask,
     ToyBatch,

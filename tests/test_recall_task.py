@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from course_utils.explore import RecallAttention, recall_batch, train_recall
+from course_utils.models.recall_task import RecallAttention, recall_batch, train_recall
 
 
 def test_recall_batch_is_a_valid_task():

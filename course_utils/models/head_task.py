@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .multihead import MultiHeadAttention
+from ..core.multihead import MultiHeadAttention
 from .training import train_steps
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .attention import _require_positive, _shape, scaled_dot_product_attention
+from .attention import scaled_dot_product_attention
+from .validation import require_positive, shape_of
 
 
 class MultiHeadAttention(nn.Module):
@@ -24,7 +25,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int) -> None:
         super().__init__()
-        _require_positive(d_model=d_model, num_heads=num_heads)
+        require_positive(d_model=d_model, num_heads=num_heads)
         if d_model % num_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by num_heads, got d_model={d_model}, num_heads={num_heads} "
@@ -51,15 +52,15 @@ class MultiHeadAttention(nn.Module):
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(f"{name} must have shape (B, length, {self.d_model}), got shape {_shape(t)}")
+                raise ValueError(f"{name} must have shape (B, length, {self.d_model}), got shape {shape_of(t)}")
         if key.shape[1] != value.shape[1]:
             raise ValueError(
-                f"key and value must have the same length m: key has shape {_shape(key)}, value has shape {_shape(value)}"
+                f"key and value must have the same length m: key has shape {shape_of(key)}, value has shape {shape_of(value)}"
             )
         if not query.shape[0] == key.shape[0] == value.shape[0]:
             raise ValueError(
                 f"query, key and value must have the same batch size B, got shapes "
-                f"{_shape(query)}, {_shape(key)}, {_shape(value)}"
+                f"{shape_of(query)}, {shape_of(key)}, {shape_of(value)}"
             )
 
     def forward(

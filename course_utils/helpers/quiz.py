@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 from IPython.display import HTML, display
 
-from course_utils.data import data_path
+from ..models.data_files import data_path
 
 
 @dataclass(frozen=True)

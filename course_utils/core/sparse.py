@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .attention import check_mask
+from .masks import check_mask
 
 
 def _check_scores(scores: Tensor) -> None:

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-import course_utils.data as data_module
-from course_utils.data import data_path, load_token_features
+import course_utils.models.data_files as data_module
+from course_utils.models.data_files import data_path, load_token_features
 
 
 def test_sentence_tokens_and_feature_names():

@@ -1,0 +1,80 @@
+"""Scaled dot-product attention, masks and the scoring functions of the course.
+
+Shapes use the course's names: ``n`` queries, ``m`` keys/values, feature sizes
+``d_k`` (queries and keys) and ``d_v`` (values); ``...`` stands for any leading
+batch/head dimensions, e.g. ``(B, h)``.
+
+Mask convention for the whole project: **True (or 1) = may attend**, the same
+as ``torch.nn.functional.scaled_dot_product_attention``. (Beware:
+``torch.nn.MultiheadAttention`` uses the opposite, True = blocked.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from .masks import check_mask
+from .validation import shape_of
+
+
+def check_qkv(Q: Tensor, K: Tensor, V: Tensor | None = None) -> None:
+    """Check that ``Q (..., n, d_k)``, ``K (..., m, d_k)`` and ``V (..., m, d_v)`` fit.
+
+    Raises ValueError naming the shapes it got.
+    """
+    named = {"Q": Q, "K": K} if V is None else {"Q": Q, "K": K, "V": V}
+    for name, t in named.items():
+        if t.dim() < 2:
+            raise ValueError(f"{name} must have at least 2 dimensions (..., length, features), got shape {shape_of(t)}")
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(
+            f"Q and K must have the same feature size d_k: Q has shape {shape_of(Q)} (d_k={Q.shape[-1]}), "
+            f"K has shape {shape_of(K)} (d_k={K.shape[-1]})"
+        )
+    if V is not None and K.shape[-2] != V.shape[-2]:
+        raise ValueError(
+            f"K and V must have the same length m (one value per key): K has shape {shape_of(K)} (m={K.shape[-2]}), "
+            f"V has shape {shape_of(V)} (m={V.shape[-2]})"
+        )
+    try:
+        torch.broadcast_shapes(*(t.shape[:-2] for t in named.values()))
+    except RuntimeError:
+        raise ValueError(
+            "the leading (batch/head) dimensions of Q, K, V do not broadcast: "
+            + ", ".join(f"{k} {shape_of(t)}" for k, t in named.items())
+        ) from None
+
+
+def scaled_dot_product_attention(
+    Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T / sqrt(d_k)) V, returning ``(output, weights)``.
+
+    Args:
+        Q: queries ``(..., n, d_k)``.
+        K: keys ``(..., m, d_k)``.
+        V: values ``(..., m, d_v)``.
+        mask: optional, broadcastable to ``(..., n, m)``; True (or 1) = may attend.
+
+    Returns:
+        output ``(..., n, d_v)`` and weights ``(..., n, m)``; each weight row sums
+        to 1, except a row whose keys are all masked: its weights and its output
+        are zero (as in PyTorch's ``F.scaled_dot_product_attention``), never NaN.
+    """
+    check_qkv(Q, K, V)
+    d_k = Q.shape[-1]
+    # Scaling Q (n x d_k numbers) is cheaper than scaling the scores (n x m numbers).
+    scores = (Q / math.sqrt(d_k)) @ K.transpose(-2, -1)  # (..., n, m)
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)
+    else:
+        mask = check_mask(mask, scores.shape)
+        # The most negative finite number instead of -inf: a fully masked row
+        # then gives a finite (uniform) softmax, which the multiplication by the
+        # mask turns into zeros, with no NaN in the forward or backward pass.
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=-1) * mask
+    return weights @ V, weights

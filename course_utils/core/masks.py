@@ -1,0 +1,66 @@
+"""Masks: which keys each query may attend to.
+
+Convention for the whole project: **True (or 1) = may attend**, as in
+``torch.nn.functional.scaled_dot_product_attention``. (``torch.nn.MultiheadAttention``
+uses the opposite, True = blocked: pass it ``~mask``.)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .validation import require_positive, shape_of
+
+
+def check_mask(mask: Tensor, scores_shape: torch.Size) -> Tensor:
+    """Return ``mask`` as a bool tensor after checking it broadcasts to ``scores_shape`` ``(..., n, m)``.
+
+    Accepts bool masks and integer masks holding only 0 and 1 (1 = may attend). A floating-point
+    mask is refused: it could be an additive ``0 / -inf`` mask, the other convention.
+    """
+    if mask.dtype.is_floating_point or mask.dtype.is_complex:
+        raise ValueError(
+            f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype} with shape {shape_of(mask)}; "
+            "a float mask looks like an additive 0/-inf mask, which this project does not use"
+        )
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != scores_shape:
+        raise ValueError(
+            f"mask of shape {shape_of(mask)} does not broadcast to the attention scores' shape "
+            f"{tuple(scores_shape)} (..., n queries, m keys)"
+        )
+    if mask.dtype != torch.bool:
+        if not ((mask == 0) | (mask == 1)).all():
+            raise ValueError(
+                f"an integer mask must hold only 0 and 1 (1 = may attend), got values {sorted(mask.unique().tolist())[:6]} "
+                f"in shape {shape_of(mask)}; note that ~ on an int mask gives -1/-2, not 1/0: use a bool mask"
+            )
+        mask = mask == 1
+    return mask
+
+
+def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
+    """``(n, n)`` bool mask, True on and below the diagonal: query i may attend to keys 0..i."""
+    require_positive(n=n)
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
+    """Mask of the real (non-pad) keys of a batch of token ids.
+
+    Args:
+        tokens: token ids ``(B, m)``.
+        pad_id: the id that marks padding.
+
+    Returns:
+        bool ``(B, 1, m)``: True where the key is a real token. It broadcasts
+        over the queries of ``(B, n, m)`` scores; ``MultiHeadAttention`` also
+        broadcasts it over heads.
+    """
+    if tokens.dim() != 2:
+        raise ValueError(f"tokens must have shape (B, m), got shape {shape_of(tokens)}")
+    return (tokens != pad_id).unsqueeze(1)

@@ -1,0 +1,187 @@
+"""Checkers for exercise 08: token accuracy, exact match and accuracy by length."""
+
+from __future__ import annotations
+
+import torch
+
+from .report import Hint, report
+
+
+# Hand-made reversal predictions (PAD = 0, EOS = 2, symbols 3..11); each row shows one situation.
+_ACC_TARGET = [
+    [4, 3, 2, 0, 0, 0, 0],  # source length 2: right
+    [5, 6, 7, 2, 0, 0, 0],  # length 3: right, then garbage after <eos> (that must not count)
+    [8, 9, 10, 11, 2, 0, 0],  # length 4: every symbol right, but no <eos> (the model did not stop)
+    [3, 4, 5, 6, 7, 8, 2],  # length 6: one wrong symbol
+    [9, 9, 9, 9, 9, 9, 2],  # length 6: stopped far too early
+    [6, 7, 2, 0, 0, 0, 0],  # length 2: both symbols wrong
+]
+_ACC_PRED = [
+    [4, 3, 2, 0, 0, 0, 0],
+    [5, 6, 7, 2, 9, 9, 0],
+    [8, 9, 10, 11, 11, 11, 11],
+    [3, 4, 5, 9, 7, 8, 2],
+    [9, 2, 0, 0, 0, 0, 0],
+    [7, 6, 2, 0, 0, 0, 0],
+]
+_ACC_LENGTHS = [2, 3, 4, 6, 6, 2]  # no length 5: only lengths present are keys
+
+
+def _acc_case() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.tensor(_ACC_PRED), torch.tensor(_ACC_TARGET), torch.tensor(_ACC_LENGTHS)
+
+
+def _real(target: torch.Tensor) -> torch.Tensor:
+    return target != 0
+
+
+def _token_acc_ref(pred, target) -> float:
+    real = _real(target)
+    return ((pred == target) & real).sum().item() / real.sum().item()
+
+
+def _exact_ref(pred, target) -> float:
+    return ((pred == target) | ~_real(target)).all(dim=1).float().mean().item()
+
+
+def _by_length_ref(pred, target, lengths, metric=_token_acc_ref) -> dict[int, float]:
+    return {int(n): metric(pred[lengths == n], target[lengths == n]) for n in torch.unique(lengths).tolist()}
+
+
+def _token_acc_mistakes(pred, target) -> list[tuple[str, float]]:
+    real, right = _real(target), pred == target
+    symbols = real & (target != 2)
+    per_row = (right & real).sum(1).float() / real.sum(1)
+    return [
+        ("you counted the padding positions: only positions where the TARGET is not <pad> are tokens.",
+         right.float().mean().item()),
+        ("you divided by every position, padding included: divide by the number of non-pad target tokens.",
+         (right & real).sum().item() / target.numel()),
+        ("you chose the positions by the PREDICTION (pred != PAD): which positions count is decided by the "
+         "target alone; what the model writes after its <eos> is ignored, a missing token is wrong.",
+         (right & (pred != 0)).sum().item() / (pred != 0).sum().item()),
+        ("<eos> is a target token too: count it (only <pad> is excluded). A model that does not stop is wrong "
+         "at the <eos> position.", (right & symbols).sum().item() / symbols.sum().item()),
+        ("you averaged the per-sequence accuracies: pool all tokens of all sequences instead (correct tokens / "
+         "all real tokens), so that a long sequence weighs more than a short one.", per_row.mean().item()),
+        ("that is the exact-sequence accuracy (whole sequences right): token accuracy counts single tokens.",
+         _exact_ref(pred, target)),
+    ]
+
+
+def _exact_mistakes(pred, target) -> list[tuple[str, float]]:
+    real, right = _real(target), pred == target
+    symbols = real & (target != 2)
+    return [
+        ("that is the token accuracy: a sequence counts only if ALL its target tokens are right.",
+         _token_acc_ref(pred, target)),
+        ("you compared the padding positions too: what the model writes where the target is <pad> does not "
+         "count (e.g. use (pred == target) | (target == PAD)).", right.all(dim=1).float().mean().item()),
+        ("the <eos> position must be right too: a model that never stops, or stops too early, is not exactly right.",
+         (right | ~symbols).all(dim=1).float().mean().item()),
+        ("you used any() instead of all(): one right token does not make a sequence right.",
+         (right & real).any(dim=1).float().mean().item()),
+    ]
+
+
+def _as_number(value, what: str) -> float:
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise Hint(f"{what} returned a tensor of shape {tuple(value.shape)}: return one number for the whole batch.")
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Hint(f"{what} should return a number (a float between 0 and 1), got {type(value).__name__}.")
+    return float(value)
+
+
+def _check_fraction(fn, name: str, reference, mistakes) -> None:
+    pred, target, _ = _acc_case()
+    checks = [(pred, target), (target.clone(), target)]  # the hand-made case, and a perfect prediction
+    for p, t in checks:
+        p0, t0 = p.clone(), t.clone()
+        got = _as_number(fn(p, t), name)
+        if not (torch.equal(p, p0) and torch.equal(t, t0)):
+            raise Hint(f"{name} changed its inputs in place: compute new tensors instead.")
+        expected = reference(p, t)
+        if abs(got - expected) < 1e-6:
+            continue
+        if abs(got - 100 * expected) < 1e-4:
+            raise Hint("you returned a percentage: return a fraction between 0 and 1.")
+        for hint, value in mistakes(p, t):
+            if abs(got - value) < 1e-6:
+                raise Hint(hint)
+        if got > 1:
+            raise Hint(f"you returned {got:g}, more than 1: return a fraction (divide the count by the total).")
+        raise Hint(f"for the example in the checker you returned {got:.4f}, expected {expected:.4f}. "
+                   "Compare the prediction with the target only where the target is not <pad>.")
+
+
+def check_token_accuracy(fn) -> bool:
+    """Check ``fn(pred (N, T), target (N, T)) -> float``: right tokens / non-pad target tokens, pooled."""
+    return report("token_accuracy", lambda: _check_fraction(fn, "token_accuracy", _token_acc_ref, _token_acc_mistakes))
+
+
+def check_exact_match(fn) -> bool:
+    """Check ``fn(pred (N, T), target (N, T)) -> float``: fraction of sequences right at every non-pad target position."""
+    return report("exact_match", lambda: _check_fraction(fn, "exact_match", _exact_ref, _exact_mistakes))
+
+
+def _check_accuracy_by_length(fn) -> None:
+    pred, target, lengths = _acc_case()
+    try:
+        result = fn(pred.clone(), target.clone(), lengths.clone())
+    except ZeroDivisionError:
+        raise Hint("division by zero: a length with no sequences has no accuracy. Use only the source lengths "
+                   "present in the batch (e.g. torch.unique(src_lengths)), not a range of lengths.") from None
+    if not isinstance(result, dict):
+        raise Hint(f"return a dict {{source length: accuracy}}, got {type(result).__name__}.")
+    expected = _by_length_ref(pred, target, lengths)
+    keys = list(result)
+    if any(isinstance(k, torch.Tensor) for k in keys):
+        raise Hint("your keys are tensors: use Python ints, e.g. int(n), so that result[5] finds length 5 "
+                   "(a tensor key is never equal to an int key in a dict).")
+    if not all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+        raise Hint(f"the keys should be the source lengths as ints, got {[type(k).__name__ for k in keys]}.")
+    got_keys, want = set(keys), set(expected)
+    if got_keys == {n + 1 for n in want}:
+        raise Hint("your lengths are one too large: you counted the target tokens, which include <eos>. "
+                   "Use the source lengths you are given.")
+    if got_keys == {n - 1 for n in want}:
+        raise Hint("your lengths are one too small: use the source lengths you are given.")
+    if got_keys > want:
+        raise Hint(f"you returned lengths that do not occur ({sorted(got_keys - want)}): only the source lengths "
+                   "present in the batch are keys (no 0/0 buckets).")
+    if got_keys < want:
+        raise Hint(f"lengths {sorted(want - got_keys)} are missing: every source length present in the batch "
+                   "needs a key, the shortest and the longest included.")
+    if got_keys == set(range(min(got_keys), max(got_keys) + 1)) and got_keys & want:
+        raise Hint(f"your keys {sorted(got_keys)} look like a range of lengths, but the source lengths present are "
+                   f"{sorted(want)}: a range can skip the longest length (range stops before its end) and include "
+                   "lengths with no sequences. Use the lengths present, e.g. torch.unique(src_lengths).")
+    if got_keys != want:
+        raise Hint(f"your keys {sorted(got_keys)} are not the source lengths present, {sorted(want)}: bucket the "
+                   "sequences by the source lengths you are given, not by counting tokens of pred or target.")
+    values = {k: _as_number(v, f"the value for length {k}") for k, v in result.items()}
+    if all(abs(values[k] - expected[k]) < 1e-6 for k in want):
+        return
+    variants = [
+        ("your values are exact-sequence accuracies: the task asks for TOKEN accuracy per length.",
+         _by_length_ref(pred, target, lengths, _exact_ref)),
+        ("you counted the padding positions: only positions where the target is not <pad> are tokens.",
+         _by_length_ref(pred, target, lengths, lambda p, t: (p == t).float().mean().item())),
+        ("you left out the <eos> position: it is a target token too (only <pad> is excluded).",
+         _by_length_ref(pred, target, lengths, lambda p, t: ((p == t) & (t > 2)).sum().item() / (t > 2).sum().item())),
+        ("every length got the accuracy of the whole batch: compute it over the sequences of that length only.",
+         {k: _token_acc_ref(pred, target) for k in want}),
+    ]
+    for hint, candidate in variants:
+        if all(abs(values[k] - candidate[k]) < 1e-6 for k in want):
+            raise Hint(hint)
+    k = next(k for k in sorted(want) if abs(values[k] - expected[k]) >= 1e-6)
+    raise Hint(f"for source length {k} you returned {values[k]:.4f}, expected {expected[k]:.4f}: the token accuracy "
+               "of the sequences with that source length.")
+
+
+def check_accuracy_by_length(fn) -> bool:
+    """Check ``fn(pred (N, T), target (N, T), src_lengths (N,)) -> {length: token accuracy}``."""
+    return report("accuracy_by_length", lambda: _check_accuracy_by_length(fn))

@@ -1,0 +1,173 @@
+"""Training, greedy decoding and accuracy for the seq2seq models (teacher forcing, Adam, cross-entropy)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .seq2seq_data import PAD_ID, ReversalData, iterate_batches
+
+
+@dataclass
+class TrainHistory:
+    """Losses recorded by ``train_seq2seq``: one per optimiser step and the mean of each epoch."""
+
+    step_losses: list[float] = field(default_factory=list)
+    epoch_losses: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def sequence_loss(logits: Tensor, tgt: Tensor, pad_id: int = PAD_ID) -> Tensor:
+    """Mean cross-entropy over the non-pad target tokens: logits ``(B, T_out, V)``, tgt ``(B, T_out)``."""
+    if logits.shape[:2] != tgt.shape:
+        raise ValueError(f"logits (B, T_out, V) and tgt (B, T_out) do not fit: {tuple(logits.shape)}, {tuple(tgt.shape)}")
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=pad_id)
+
+
+def train_seq2seq(
+    model: nn.Module,
+    data: ReversalData,
+    *,
+    epochs: int = 5,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    clip: float | None = 1.0,
+    final_lr: float | None = None,
+    by_length: bool = False,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    on_epoch_end: Callable[[int, nn.Module], None] | None = None,
+) -> TrainHistory:
+    """Train with teacher forcing, Adam and cross-entropy that ignores ``PAD_ID``.
+
+    The batch order comes from a generator seeded with ``seed``. ``clip`` caps the
+    gradient norm (None: no clipping). With ``final_lr``, the learning rate falls
+    linearly from ``lr`` to ``final_lr`` over all steps (None: constant ``lr``).
+    ``by_length``: batches of equal-length sources (faster; see ``iterate_batches``).
+
+    ``on_epoch_end(epoch, model)``, if given, is called after each epoch with the epoch
+    number ``1, ..., epochs`` and the model (on ``device``), to measure or save it between
+    epochs. It may switch the model to eval mode and draw random numbers: the global
+    random state is restored after the call and the model put back in training mode, so
+    the training (losses and parameters) is the same with or without a callback. Its
+    time is not counted in ``seconds``.
+
+    The model is moved to ``device`` and left in training mode. Returns the loss
+    history and the wall time of the training in seconds.
+    """
+    device = torch.device(device)
+    model.to(device).train()
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+    total_steps = epochs * -(-len(data) // batch_size)  # ceil: the last batch of an epoch may be smaller
+    end = 1.0 if final_lr is None else final_lr / lr
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: 1.0 + (end - 1.0) * step / total_steps)
+    generator = torch.Generator().manual_seed(seed)
+    history = TrainHistory()
+    start = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        total, count = 0.0, 0
+        for batch in iterate_batches(data, batch_size, shuffle=True, by_length=by_length, generator=generator):
+            batch = batch.to(device)
+            logits, _ = model(batch.src, batch.lengths, batch.tgt)
+            loss = sequence_loss(logits, batch.tgt)
+            optimiser.zero_grad()
+            loss.backward()
+            if clip is not None:
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimiser.step()
+            schedule.step()
+            history.step_losses.append(loss.item())
+            total, count = total + loss.item() * len(batch), count + len(batch)
+        history.epoch_losses.append(total / count)
+        if on_epoch_end is not None:
+            paused = time.perf_counter()
+            # The course's models draw no random numbers in training, but a model with dropout
+            # would draw from the global RNG: random numbers the callback uses must not shift it.
+            with _forked_rng(device):
+                on_epoch_end(epoch, model)
+            model.train()
+            start += time.perf_counter() - paused  # the callback's time is not training time
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+def _forked_rng(device: torch.device):
+    """Context manager: restore, on exit, the global RNG states of the CPU and of ``device``."""
+    if device.type == "cpu":
+        return torch.random.fork_rng(devices=[])
+    return torch.random.fork_rng(devices=[device], device_type=device.type)
+
+
+# --- Decoding and metrics -------------------------------------------------------
+
+
+@torch.no_grad()
+def predict(
+    model: nn.Module, data: ReversalData, *, device: torch.device | str = "cpu", batch_size: int = 500
+) -> Tensor:
+    """Greedy predictions ``(N, T_out)`` on the CPU, aligned with ``data.tgt`` (``PAD_ID`` after ``EOS_ID``)."""
+    model.to(device).eval()
+    out = torch.full_like(data.tgt, PAD_ID)
+    for start in range(0, len(data), batch_size):
+        index = torch.arange(start, min(start + batch_size, len(data)))
+        batch = data.subset(index).to(device)
+        tokens, _ = model.greedy_decode(batch.src, batch.lengths, max_len=batch.tgt.shape[1])
+        out[index, : tokens.shape[1]] = tokens.cpu()
+    return out
+
+
+def _check_pred(pred: Tensor, target: Tensor) -> None:
+    if pred.shape != target.shape or pred.dim() != 2:
+        raise ValueError(f"pred and target must both have shape (N, T_out), got {tuple(pred.shape)} and {tuple(target.shape)}")
+
+
+def token_accuracy(pred: Tensor, target: Tensor, pad_id: int = PAD_ID) -> float:
+    """Fraction of the non-pad target tokens (``<eos>`` included) that ``pred`` gets right, pooled over all sequences."""
+    _check_pred(pred, target)
+    real = target != pad_id
+    return ((pred == target) & real).sum().item() / real.sum().item()
+
+
+def sequence_correct(pred: Tensor, target: Tensor, pad_id: int = PAD_ID) -> Tensor:
+    """Bool ``(N,)``: every non-pad target token (``<eos>`` included) is right; positions where the target is pad do not count."""
+    _check_pred(pred, target)
+    return ((pred == target) | (target == pad_id)).all(dim=1)
+
+
+def exact_match_accuracy(pred: Tensor, target: Tensor, pad_id: int = PAD_ID) -> float:
+    """Fraction of sequences that are entirely right (see ``sequence_correct``)."""
+    return sequence_correct(pred, target, pad_id).float().mean().item()
+
+
+def accuracy_by_length(
+    pred: Tensor, target: Tensor, lengths: Tensor, pad_id: int = PAD_ID, exact: bool = False
+) -> dict[int, float]:
+    """Token accuracy (or, with ``exact=True``, exact-match accuracy) for each source length.
+
+    Returns ``{source length: accuracy}`` with int keys, sorted by length.
+    """
+    _check_pred(pred, target)
+    if lengths.shape != pred.shape[:1]:
+        raise ValueError(f"lengths must have shape ({pred.shape[0]},), got {tuple(lengths.shape)}")
+    metric = exact_match_accuracy if exact else token_accuracy
+    return {int(n): metric(pred[lengths == n], target[lengths == n], pad_id) for n in torch.unique(lengths).tolist()}
+
+
+def evaluate(
+    model: nn.Module, data: ReversalData, *, device: torch.device | str = "cpu", batch_size: int = 500
+) -> dict:
+    """Greedy-decode ``data``; return ``token_accuracy``, ``exact_accuracy``, ``by_length`` (token accuracy
+    per source length), ``exact_by_length`` and the predictions ``pred`` ``(N, T_out)``."""
+    pred = predict(model, data, device=device, batch_size=batch_size)
+    return {
+        "token_accuracy": token_accuracy(pred, data.tgt),
+        "exact_accuracy": exact_match_accuracy(pred, data.tgt),
+        "by_length": accuracy_by_length(pred, data.tgt, data.lengths),
+        "exact_by_length": accuracy_by_length(pred, data.tgt, data.lengths, exact=True),
+        "pred": pred,
+    }

@@ -1,0 +1,1 @@
+"""Maintainers' tooling (refreshing outputs, student versions, benchmarks). No notebook imports it."""
