@@ -3,6 +3,7 @@
 Run from the repository root:
 
     python -m course_utils.tooling.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
+    python -m course_utils.tooling.nbtools execute --jobs 2         # the same, two notebooks at a time
     python -m course_utils.tooling.nbtools students [SOLUTION ...]  # only regenerate + run student versions
     python -m course_utils.tooling.nbtools benchmark [NOTEBOOK ...] # wall time and peak memory table
 
@@ -147,17 +148,35 @@ def execute_in_place(path: Path) -> None:
     nbformat.write(tidy(nb, path), path)
 
 
-def write_students(solution_paths: list[Path] | None = None) -> list[Path]:
-    """Regenerate the student versions of these solutions (default: all) and run them: a fresh
-    student notebook must run to its last cell without an error (unfinished tasks print one line)."""
-    written = []
-    for solution_path in solution_paths or sorted(SOLUTIONS.glob("*.ipynb")):
-        solution = tidy(nbformat.read(solution_path, as_version=4), solution_path)
-        student_path = NOTEBOOKS / solution_path.name
-        nb = execute(make_student_notebook(solution, student_path), student_path.parent)
-        nbformat.write(tidy(nb, student_path), student_path)
-        written.append(student_path)
-    return written
+def write_student(solution_path: Path) -> Path:
+    """Regenerate the student version of one solution and run it: a fresh student notebook must
+    run to its last cell without an error (unfinished tasks print one line)."""
+    solution = tidy(nbformat.read(solution_path, as_version=4), solution_path)
+    student_path = NOTEBOOKS / solution_path.name
+    nb = execute(make_student_notebook(solution, student_path), student_path.parent)
+    nbformat.write(tidy(nb, student_path), student_path)
+    return student_path
+
+
+def write_students(solution_paths: list[Path] | None = None, jobs: int = 1) -> list[Path]:
+    """Regenerate and run the student versions of these solutions (default: all), ``jobs`` at a time."""
+    return _map(write_student, solution_paths or sorted(SOLUTIONS.glob("*.ipynb")), jobs)
+
+
+def _map(fn, items: list, jobs: int) -> list:
+    """``[fn(x) for x in items]``, in ``jobs`` processes when ``jobs > 1`` (each notebook has its own kernel)."""
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(fn, items))
+
+
+def _execute_timed(path: Path) -> str:
+    start = time.perf_counter()
+    execute_in_place(path)
+    return f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s"
 
 
 def benchmark(paths: list[Path]) -> str:
@@ -187,23 +206,24 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.nbtools", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["execute", "students", "benchmark"])
     parser.add_argument("notebooks", nargs="*", help="notebook paths (default: all)")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once by execute/students (default 1)")
     args = parser.parse_args(argv)
     if args.command == "execute":
         # No paths: every lesson and solution notebook, then the student versions.
+        paths = []
         for path in _paths(args.notebooks):
-            start = time.perf_counter()
-            nb = nbformat.read(path, as_version=4)
-            if is_student_version(nb):
+            if is_student_version(nbformat.read(path, as_version=4)):
                 print(f"skip {path.relative_to(ROOT)} (student version: use 'students')")
-                continue
-            execute_in_place(path)
-            print(f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+            else:
+                paths.append(path)
+        for line in _map(_execute_timed, paths, args.jobs):
+            print(line)
         if not args.notebooks:
-            for path in write_students():
+            for path in write_students(jobs=args.jobs):
                 print(f"wrote {path.relative_to(ROOT)}")
     elif args.command == "students":
         solutions = [Path(a).resolve() for a in args.notebooks] or None
-        for path in write_students(solutions):
+        for path in write_students(solutions, jobs=args.jobs):
             print(f"wrote {path.relative_to(ROOT)}")
     else:
         print(benchmark(_paths(args.notebooks)))
