@@ -45,6 +45,7 @@ from course_utils.models.seq2seq_data import (
     iterate_batches,
     make_reversal_data,
     make_vocab,
+    pad_batch,
     to_tokens,
 )
 from course_utils.models.seq2seq_training import accuracy_by_length, predict, token_accuracy, train_seq2seq
@@ -133,6 +134,7 @@ KINDS = {
     "greedy_decode: max_len 0": (lambda: S2S.greedy_decode(SRC, LEN, 0), VE, "max_len must be a positive integer"),
     "decoder_inputs: 1-D": (lambda: decoder_inputs(TGT[0]), VE, r"\(B, T_out\)"),
     "to_tokens: id outside": (lambda: to_tokens([3, 40], make_vocab()), VE, "outside the vocabulary"),
+    "pad_batch: 1.5 as a token id": (lambda: pad_batch([[3, 1.5]]), VE, "integer token ids, got 1.5"),
     "make_vocab: 2.5": (lambda: make_vocab(2.5), VE, "positive integer"),
     "make_reversal_data: 10.5 sequences": (lambda: make_reversal_data(10.5, 2, 4), VE, "num_sequences must be a positive integer"),
     "iterate_batches: batch_size 2.5": (lambda: next(iterate_batches(DATA, 2.5)), VE, "batch_size must be a positive integer"),

@@ -24,9 +24,9 @@ def sinusoidal_positional_encoding(
     ``PE[p, 2i] = sin(p * w_i)`` and ``PE[p, 2i+1] = cos(p * w_i)`` with frequency
     ``w_i = base ** (-2i / d_model)``, for ``i = 0 .. d_model/2 - 1``.
 
-    The angles are computed in float64 (float32 on Apple's MPS, which has no float64) and
-    the result is cast to ``dtype`` at the end: in bfloat16, positions 256 and 257 would
-    otherwise be the same number and get the same encoding.
+    The angles are computed in float32 at least (float64 for ``dtype=torch.float64``) and the
+    result is cast to ``dtype`` at the end: in bfloat16, positions 256 and 257 would otherwise be
+    the same number and get the same encoding.
 
     Returns:
         ``(num_positions, d_model)`` in ``dtype`` on ``device``. ``d_model`` must be even
@@ -35,7 +35,7 @@ def sinusoidal_positional_encoding(
     _check_sizes(d_model, base, num_positions=num_positions)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-    work = torch.float32 if torch.device(device or "cpu").type == "mps" else torch.float64
+    work = torch.promote_types(dtype, torch.float32)  # float32 for float16 and bfloat16
     positions = torch.arange(num_positions, dtype=work, device=device).unsqueeze(1)  # (P, 1)
     i = torch.arange(d_model // 2, dtype=work, device=device)  # (d_model/2,)
     frequencies = float(base) ** (-2 * i / d_model)  # (d_model/2,)

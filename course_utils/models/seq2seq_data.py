@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 from torch import Tensor
@@ -70,6 +71,9 @@ def pad_batch(sequences: list[list[int]], pad_id: int = PAD_ID) -> Tensor:
     """Stack lists of ids of different lengths into ``(N, longest)``, filling with ``pad_id``."""
     if not sequences:
         raise ValueError("need at least one sequence to pad")
+    bad = [t for seq in sequences for t in seq if isinstance(t, bool) or not isinstance(t, Integral)]
+    if bad:
+        raise ValueError(f"sequences must hold integer token ids, got {bad[0]!r}")
     out = torch.full((len(sequences), max(len(s) for s in sequences)), pad_id, dtype=torch.long)
     for row, seq in enumerate(sequences):
         out[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
