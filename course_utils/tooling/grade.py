@@ -87,7 +87,7 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as err:  # noqa: BLE001 - nbformat raises several kinds for bad input
-        kind = "invalid JSON" if isinstance(err, json.JSONDecodeError) else "not a notebook"
+        kind = "invalid JSON" if isinstance(err, json.JSONDecodeError) or "JSON" in type(err).__name__ else "not a notebook"
         raise Invalid(f"{kind} ({one_line(str(err), 120)})") from None
     if not isinstance(nb.get("cells"), list):
         raise Invalid("not a notebook (no cells)")
