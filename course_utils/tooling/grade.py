@@ -45,6 +45,7 @@ CHECKERS = "course_utils.helpers.checkers"
 FIXED_COLUMNS = ["submission", "exercise", "correct", "tasks"]
 MAX_OUTPUTS_PER_CELL = 50  # a notebook that prints forever must not fill the grader's memory
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+CELL_FILE = re.compile(r"\(\d+\.py, line (\d+)\)")
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def identify(nb: nbformat.NotebookNode) -> str:
 
 def one_line(text: str, limit: int = 300) -> str:
     text = " ".join(ANSI.sub("", str(text)).split())
+    text = CELL_FILE.sub(r"(line \1)", text)  # IPython's name for a cell's code says nothing to a reader
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
