@@ -49,6 +49,7 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints", "requirements.txt"]
 nb_execution_mode = "off"
 nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3  # GitHub-style anchors: links such as notebooks/01_x.ipynb#setup work on the site too
 
 html_theme = "sphinx_book_theme"
 html_title = project
@@ -67,3 +68,16 @@ html_theme_options = {
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
 }
+
+
+def _remove_stale_pages(app, exception) -> None:
+    """A notebook (or INSTRUCTORS.md) that is gone leaves no page behind in an incremental build."""
+    if exception is None and app.builder.format == "html":
+        out = Path(app.outdir)
+        for page in [*out.glob("notebooks/*.html"), out / "instructors.html"]:
+            if page.is_file() and page.relative_to(out).with_suffix("").as_posix() not in app.env.found_docs:
+                page.unlink()
+
+
+def setup(app):
+    app.connect("build-finished", _remove_stale_pages)
