@@ -110,8 +110,6 @@ def test_row(graded, submission):
     assert int(row["tasks"]) == (3 if exercise else 0)
 
 
-@pytest.mark.xfail(strict=True, reason="the checkers detect an answer that calls the package's own function "
-                                       "once the `checkers` branch is merged: then remove this mark")
 def test_package_calling_answer_is_wrong(graded):
     row = graded["rows"]["trent/05_causal_mask.ipynb"]
     assert row["causal_mask"].startswith("wrong: calls the course's own causal_mask"), row["causal_mask"]

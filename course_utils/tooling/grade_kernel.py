@@ -31,14 +31,23 @@ class TaskTimeout(BaseException):
 def verdict(result: object, printed: str) -> tuple[str, str]:
     """(status, hint) from what one check function returned and printed.
 
-    status is "correct", "wrong" or "not done"; hint is the checker's explanation (empty when correct).
+    status is "correct", "wrong", "not done" or "crashed"; hint is the checker's explanation, or the
+    error for "crashed" (empty when correct). A checker's own failure is "crashed" with a detail that
+    says so: it is the course's bug, never the student's mistake.
     """
     status = getattr(result, "status", None)
-    if isinstance(status, str):  # a result object with machine-readable fields
+    if isinstance(status, str):  # a CheckResult (helpers/checkers/report.py)
         hint = str(getattr(result, "hint", "") or "")
-        if result:
+        error = str(getattr(result, "error", "") or "")
+        if result and status == "correct":
             return "correct", ""
-        return ("not done" if "not" in status.lower() else "wrong"), hint
+        if status == "not done":
+            return "not done", hint
+        if status == "crashed":
+            return "crashed", error or hint
+        if status == "checker error":
+            return "crashed", f"the checker failed, not the student's code: {error}"
+        return "wrong", hint or "the checker gave no explanation"
     lines = [line.strip() for line in printed.splitlines() if line.strip().startswith("[")]
     line = lines[-1] if lines else ""
     if result and line.startswith("[correct]"):
