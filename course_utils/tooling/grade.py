@@ -50,25 +50,24 @@ CELL_FILE = re.compile(r"\(\d+\.py, line (\d+)\)")
 
 @dataclass(frozen=True)
 class Exercise:
-    module: str  # the checker module, under course_utils.helpers.checkers
-    tasks: tuple[tuple[str, str], ...]  # (the name the notebook defines, its check function)
+    tasks: tuple[tuple[str, str], ...]  # (the name the notebook defines, its check function in CHECKERS)
 
 
 # The exercises and their tasks, in course order (tests/test_grade.py checks this against the notebooks).
 EXERCISES = {
-    "05_causal_mask": Exercise("causal_mask", (
+    "05_causal_mask": Exercise((
         ("causal_mask", "check_causal_mask"),
         ("masked_attention", "check_masked_attention"),
         ("leaks_future", "check_leaks_future"))),
-    "06_cross_attention": Exercise("cross_attention", (
+    "06_cross_attention": Exercise((
         ("cross_attention_shapes", "check_cross_attention_shapes"),
         ("CrossAttention", "check_cross_attention"),
         ("strongest_source", "check_strongest_source"))),
-    "07_head_patterns": Exercise("head_patterns", (
+    "07_head_patterns": Exercise((
         ("head_entropy", "check_head_entropy"),
         ("head_mean_distance", "check_head_mean_distance"),
         ("classify_heads", "check_classify_heads"))),
-    "08_attention_vs_no_attention": Exercise("attention_vs_none", (
+    "08_attention_vs_no_attention": Exercise((
         ("token_accuracy", "check_token_accuracy"),
         ("exact_match", "check_exact_match"),
         ("accuracy_by_length", "check_accuracy_by_length"))),
@@ -161,7 +160,7 @@ def grading_cell(exercise: str, nonce: str, task_limit: int) -> nbformat.Noteboo
         "_course_grade = {'__name__': 'course_grade_kernel', '__builtins__': _course_grade_builtins}\n"
         f"_course_grade_builtins.exec({KERNEL_CODE.read_text(encoding='utf-8')!r}, _course_grade)\n"
         "_course_grade['report'](" + repr(nonce) + ", _course_grade['grade'](_course_grade_builtins.globals(), "
-        f"{str(ROOT)!r}, {CHECKERS + '.' + spec.module!r}, {tasks!r}, {task_limit}))\n"
+        f"{str(ROOT)!r}, {CHECKERS!r}, {tasks!r}, {task_limit}))\n"
     )
     return nbformat.v4.new_code_cell(source)
 
@@ -316,6 +315,7 @@ def table(results: list[dict]) -> list[dict[str, str]]:
 
 def write_csv(rows: list[dict[str, str]], path: Path) -> None:
     fields = FIXED_COLUMNS + [c for c in (rows[0] if rows else {}) if c not in FIXED_COLUMNS]
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
