@@ -54,7 +54,7 @@ def _check_case(fn, B: int, h: int, t: int, s: int, d_k: int, d_v: int, g: torch
     except NotImplementedError:
         raise
     except Exception as err:
-        raise Hint(f"with {where} your code raised {type(err).__name__}: {str(err).rstrip(".")}. Append the new keys and values "
+        raise Hint(f"with {where} your code raised {type(err).__name__}: {str(err).rstrip('.')}. Append the new keys and values "
                    "along the length axis, dim=-2 (an empty cache has length 0 there, and torch.cat handles it), "
                    "and transpose with K.transpose(-2, -1).") from None
     if not isinstance(result, (tuple, list)) or len(result) != 3:
