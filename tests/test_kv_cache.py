@@ -106,3 +106,19 @@ def test_cached_generation_on_gpu():
     tokens, logits = generate_cached(model, prompt, 8, return_logits=True)
     assert tokens.device.type == "cuda" and torch.equal(tokens, generate(model, prompt, 8))
     assert torch.allclose(logits, stepwise_logits(model, tokens[:, :-1])[:, 2:], atol=1e-4)
+
+
+def test_quiz_15_numbers():
+    import json
+
+    from course_utils.models.data_files import data_path
+
+    bank = json.loads(data_path("quizzes.json").read_text(encoding="utf-8"))["15"]
+    q = next(q for q in bank if "4,096 tokens" in q["prompt"])
+    size = kv_cache_bytes(32, 1, 32, 4096, 128, torch.float16)
+    assert f"{size / 1e9:.2f} GB" in q["options"][q["answer"]]
+    assert f"{size / 2e9:.2f} GB" in q["options"][0] and f"{2 * size / 1e9:.2f} GB" in q["options"][2]
+    assert f"{size / 32 / 1e6:.0f} MB" in q["options"][3]
+    with count_positions(_model()) as count:
+        pass
+    assert count == [0]

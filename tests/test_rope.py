@@ -93,3 +93,14 @@ def test_rotary_lm_matches_sinusoidal_parameters_and_runs():
     assert logits.shape == (3, 12, 7) and weights.shape == (3, 2, 2, 12, 12)
     with pytest.raises(ValueError, match="positions"):
         rotary_lm(7, 12, positions="learned")
+
+
+def test_quiz_17_angle():
+    import json
+
+    from course_utils.models.data_files import data_path
+
+    bank = json.loads(data_path("quizzes.json").read_text(encoding="utf-8"))["17"]
+    q = next(q for q in bank if "d = 8" in q["prompt"])
+    assert "1 radian" in q["options"][q["answer"]]
+    assert rope_angles(torch.tensor([10.0], dtype=torch.float64), 8)[0, 1].item() == pytest.approx(1.0)

@@ -91,3 +91,60 @@ def test_tiled_attention_on_gpu():
     got = tiled_attention(Q, K, V, causal=True, block_size=16, query_block_size=8)
     assert got.device.type == "cuda"
     assert torch.allclose(got, F.scaled_dot_product_attention(Q, K, V, is_causal=True), atol=1e-4)
+
+
+# --- peak_tensor_bytes: the exact count notebook 16 prints ---------------------------------------
+
+from course_utils.helpers.live_memory import peak_tensor_bytes  # noqa: E402
+from course_utils.helpers.timing import score_matrix_bytes  # noqa: E402
+
+
+def test_peak_tensor_bytes_counts_live_tensors_and_not_views():
+    x = torch.randn(1000)
+
+    def two_alive():
+        a = x * 2  # 4,000 bytes
+        b = a + 1  # 4,000 bytes, a still alive
+        return b.view(10, 100)  # a view: free
+
+    def one_at_a_time():
+        for _ in range(3):
+            _ = x * 2  # each freed before the next
+        return None
+
+    assert peak_tensor_bytes(two_alive) == 8000
+    assert peak_tensor_bytes(one_at_a_time) == 4000
+    assert peak_tensor_bytes(lambda: None) == 0
+    with pytest.raises(TypeError, match="function"):
+        peak_tensor_bytes(3)
+
+
+def test_tiled_attention_holds_far_less_than_the_score_matrix():
+    Q, K, V = (torch.randn(1, 2, 512, 16) for _ in range(3))
+    one = score_matrix_bytes(1, 2, 512)
+
+    def scratch():
+        s = Q @ K.transpose(-2, -1)
+        s = s / 4.0
+        return torch.softmax(s, dim=-1) @ V
+
+    assert peak_tensor_bytes(scratch) >= 2 * one
+    assert peak_tensor_bytes(lambda: tiled_attention(Q, K, V, block_size=32, query_block_size=64)) < 0.25 * one
+
+
+def test_quiz_16_numbers():
+    import json
+
+    from course_utils.models.data_files import data_path
+
+    bank = json.loads(data_path("quizzes.json").read_text(encoding="utf-8"))["16"]
+    l = 1.0
+    m = 2.0
+    for x in (5.0, 1.0, 7.0):
+        m_new = max(m, x)
+        l, m = l * math.exp(m - m_new) + math.exp(x - m_new), m_new
+    assert f"{l:.4f}" == "1.1446"
+    q = next(q for q in bank if "x = 9 arrives" in q["prompt"])
+    assert f"{l * math.exp(-2) + 1:.4f}" in q["options"][q["answer"]]
+    q = next(q for q in bank if "largest block of scores" in q["prompt"])
+    assert f"{1 * 8 * 2048 * 128 * 4 / 1e6:.4g} MB" in q["options"][q["answer"]]

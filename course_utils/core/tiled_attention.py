@@ -94,7 +94,7 @@ def tiled_attention(
                 s = s.masked_fill(~allowed, -math.inf)
             m_new = torch.maximum(m_run, s.amax(dim=-1))
             safe = m_new.nan_to_num(neginf=0.0)  # rows with nothing allowed yet stay at l = 0, acc = 0
-            p = torch.exp(s - safe[..., None])  # (..., nq, b)
+            p = (s - safe[..., None]).exp_()  # (..., nq, b); exp_ in place: one block fewer alive
             rescale = torch.exp(m_run - safe)  # shrinks the old sums when the maximum grew
             l_run = l_run * rescale + p.sum(dim=-1)
             acc = acc * rescale[..., None] + p @ V[..., k0 : k0 + block_size, :]
