@@ -16,7 +16,7 @@ from course_utils import MultiHeadAttention, causal_mask, scaled_dot_product_att
 from course_utils.models.data_files import data_path
 from course_utils.helpers.quiz import Question, feedback, load_quiz, static_answers
 
-NOTEBOOKS = ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14"]
+NOTEBOOKS = ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14", "15", "16", "17"]
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 

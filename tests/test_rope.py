@@ -1,0 +1,106 @@
+"""RoPE against a rotation matrix built entry by entry, its relative-position property, and the rotary model."""
+
+import math
+
+import pytest
+import torch
+
+from course_utils.core.multihead import MultiHeadAttention
+from course_utils.core.rope import RotaryMultiHeadAttention, apply_rope, rope_angles, rope_rotation_matrix
+from course_utils.models.kv_cache import rotary_lm
+from course_utils.models.language_model import CausalLM
+
+
+def rotation_by_hand(p: int, d: int, base: float = 10000.0) -> torch.Tensor:
+    """Oracle: the (d, d) block-diagonal rotation, one 2x2 block [[cos, -sin], [sin, cos]] per pair, from math.cos/sin."""
+    R = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        a = p * base ** (-2 * i / d)
+        R[2 * i, 2 * i], R[2 * i, 2 * i + 1] = math.cos(a), -math.sin(a)
+        R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = math.sin(a), math.cos(a)
+    return R
+
+
+@pytest.mark.parametrize("d, offset", [(2, 0), (8, 0), (16, 5), (64, 1000)])
+def test_apply_rope_equals_rotation_matrices(d, offset):
+    x = torch.randn(3, 6, d, dtype=torch.float64, generator=torch.Generator().manual_seed(d))
+    got = apply_rope(x, offset)
+    for t in range(6):
+        want = x[:, t] @ rotation_by_hand(offset + t, d).T
+        assert torch.allclose(got[:, t], want, atol=1e-10)
+        assert torch.allclose(rope_rotation_matrix(offset + t, d), rotation_by_hand(offset + t, d), atol=1e-12)
+
+
+def test_score_depends_only_on_the_offset():
+    g = torch.Generator().manual_seed(1)
+    q, k = torch.randn(1, 32, generator=g, dtype=torch.float64), torch.randn(1, 32, generator=g, dtype=torch.float64)
+
+    def score(i: int, j: int) -> float:
+        return float(apply_rope(q, i) @ apply_rope(k, j).T)
+
+    for offset in (0, 3, -7):
+        scores = [score(p, p + offset) for p in (10, 11, 50, 500)]
+        assert max(scores) - min(scores) < 1e-9
+    assert abs(score(10, 13) - score(10, 14)) > 1e-3  # a different offset gives a different score
+    for p, q_ in [(3, 10), (0, 7)]:  # R(p)^T R(q) = R(q - p)
+        assert torch.allclose(rope_rotation_matrix(p, 8).T @ rope_rotation_matrix(q_, 8), rope_rotation_matrix(q_ - p, 8), atol=1e-12)
+
+
+def test_rope_keeps_norms_dtype_and_position_zero():
+    x = torch.randn(2, 5, 6)
+    y = apply_rope(x)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    assert torch.allclose(y.norm(dim=-1), x.norm(dim=-1), atol=1e-5)
+    assert torch.equal(y[:, 0], x[:, 0])  # position 0: angle 0
+    assert apply_rope(x.double()).dtype == torch.float64
+
+
+def test_rope_rejects_bad_input():
+    with pytest.raises(ValueError, match="even"):
+        apply_rope(torch.randn(3, 5))
+    with pytest.raises(TypeError, match="floating-point"):
+        apply_rope(torch.arange(6).view(3, 2))
+    with pytest.raises(TypeError, match=r"\(\.\.\., T, d\)"):
+        apply_rope(torch.randn(4))
+    with pytest.raises(ValueError, match="offset"):
+        apply_rope(torch.randn(3, 4), offset=-1)
+    with pytest.raises(ValueError, match="positions"):
+        rope_angles(torch.arange(3), 4)
+    with pytest.raises(ValueError, match="even"):
+        RotaryMultiHeadAttention(6, 2)
+
+
+def test_rotary_attention_same_params_and_rotated_scores():
+    torch.manual_seed(0)
+    plain = MultiHeadAttention(16, 2)
+    rotary = RotaryMultiHeadAttention(16, 2)
+    rotary.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 5, 16)
+    _, w = rotary(x, x, x)
+    Q = apply_rope(plain.split_heads(plain.W_q(x)))
+    K = apply_rope(plain.split_heads(plain.W_k(x)))
+    assert torch.allclose(w, torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(8), -1), atol=1e-6)
+
+
+def test_rotary_lm_matches_sinusoidal_parameters_and_runs():
+    torch.manual_seed(3)
+    sinusoidal = CausalLM(7, 12, d_model=16, num_heads=2, num_layers=2, positions="sinusoidal")
+    torch.manual_seed(3)
+    rope = rotary_lm(7, 12, d_model=16, num_heads=2, num_layers=2)
+    assert all(torch.equal(a, b) for a, b in zip(sinusoidal.state_dict().values(), rope.state_dict().values()))
+    assert isinstance(rope.blocks[0].attn, RotaryMultiHeadAttention)
+    logits, weights = rope(torch.randint(0, 7, (3, 12)))
+    assert logits.shape == (3, 12, 7) and weights.shape == (3, 2, 2, 12, 12)
+    with pytest.raises(ValueError, match="positions"):
+        rotary_lm(7, 12, positions="learned")
+
+
+def test_quiz_17_angle():
+    import json
+
+    from course_utils.models.data_files import data_path
+
+    bank = json.loads(data_path("quizzes.json").read_text(encoding="utf-8"))["17"]
+    q = next(q for q in bank if "d = 8" in q["prompt"])
+    assert "1 radian" in q["options"][q["answer"]]
+    assert rope_angles(torch.tensor([10.0], dtype=torch.float64), 8)[0, 1].item() == pytest.approx(1.0)
