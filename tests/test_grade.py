@@ -66,17 +66,18 @@ def test_verdict_from_the_printed_line(result, printed, expected):
 
 
 def test_verdict_from_a_result_object():
-    class Result:
-        def __init__(self, status, hint):
-            self.task, self.status, self.hint = "causal_mask", status, hint
+    from course_utils.helpers.checkers.report import CheckResult
 
-        def __bool__(self):
-            return self.status == "correct"
+    def result(status, hint="", error=""):
+        return CheckResult("causal_mask", status, hint=hint, error=error)
 
-    assert grade_kernel.verdict(Result("correct", ""), "") == ("correct", "")
-    assert grade_kernel.verdict(Result("wrong", "calls the course's own causal_mask"), "") == (
+    assert grade_kernel.verdict(result("correct"), "") == ("correct", "")
+    assert grade_kernel.verdict(result("wrong", "calls the course's own causal_mask"), "") == (
         "wrong", "calls the course's own causal_mask")
-    assert grade_kernel.verdict(Result("not yet", "not implemented yet"), "")[0] == "not done"
+    assert grade_kernel.verdict(result("not done", "not implemented yet"), "") == ("not done", "not implemented yet")
+    assert grade_kernel.verdict(result("crashed", error="TypeError: boom"), "") == ("crashed", "TypeError: boom")
+    status, detail = grade_kernel.verdict(result("checker error", error="KeyError: 3"), "")
+    assert status == "crashed" and "not the student's" in detail and "KeyError: 3" in detail
 
 
 EXPECTED = {  # submission: (exercise, correct, the start of each task's value)
