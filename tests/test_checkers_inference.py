@@ -19,20 +19,20 @@ def _stub(*args):
 
 
 def _rejected(capsys, checker, answer, phrase):
-    assert checker(answer) is False
+    assert not checker(answer)
     out = capsys.readouterr().out
     assert out.startswith("[try again]"), out
     assert phrase.lower() in out.lower(), out
 
 
 def _accepted(capsys, checker, answer):
-    assert checker(answer) is True, capsys.readouterr().out
+    assert checker(answer), capsys.readouterr().out
     assert capsys.readouterr().out.startswith("[correct]")
 
 
 @pytest.mark.parametrize("checker", [check_cached_attention, check_online_update, check_rope])
 def test_stub_is_not_implemented(capsys, checker):
-    assert checker(_stub) is False
+    assert not checker(_stub)
     assert "not implemented yet" in capsys.readouterr().out
 
 

@@ -499,3 +499,20 @@ def test_answers_that_mutate_what_they_are_given_do_not_poison_later_checks(caps
                              (checkers.check_leaks_future, mutate_layer_input, leaks_future)]:
         assert not check(bad, seed=4)
         assert check(good, seed=4), capsys.readouterr().out
+
+
+def test_a_check_without_hidden_cases_blames_the_student_only_for_the_students_errors(capsys):
+    from course_utils.helpers.checkers.report import Hint, report
+
+    def stub():
+        raise NotImplementedError
+
+    def crashes():
+        return 1 / 0
+
+    assert report("t", lambda: stub()).status == "not done"
+    crashed = report("t", lambda: crashes())
+    assert crashed.status == "crashed" and "ZeroDivisionError" in crashed.error
+    assert report("t", lambda: (_ for _ in ()).throw(Hint("wrong axis"))).hint == "wrong axis"
+    assert report("t", lambda: None).status == "correct"
+    assert not report("t", lambda: stub())

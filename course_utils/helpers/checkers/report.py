@@ -33,6 +33,7 @@ Any other exception escaping ``check`` is a bug in the checker and is reported a
 
 from __future__ import annotations
 
+import inspect
 import secrets
 import sys
 from collections.abc import Callable, Iterable
@@ -199,12 +200,26 @@ class failing_case:
         return False
 
 
-def report(task: str, check: Callable[[int], None], seed: int | None = None) -> CheckResult:
-    """Run ``check(seed)``; print one line; return the :class:`CheckResult`."""
+def report(task: str, check: Callable[[int], None] | Callable[[], None], seed: int | None = None) -> CheckResult:
+    """Run ``check(seed)`` (or ``check()``, for a check without hidden random cases); print one
+    line; return the :class:`CheckResult`."""
     seed = new_seed() if seed is None else int(seed)
     again = f" (hidden cases: seed={seed})"
+    # A check written as ``check()`` calls the student's code directly (not through ``call``): an
+    # exception escaping it is then taken as the student's, as the crash of their code.
+    direct = not inspect.signature(check).parameters
     try:
-        check(seed)
+        if direct:
+            try:
+                check()
+            except (Hint, _NotDone, StudentCrash):
+                raise
+            except NotImplementedError:
+                raise _NotDone() from None
+            except Exception as err:  # noqa: BLE001
+                raise StudentCrash(err) from None
+        else:
+            check(seed)
     except _NotDone:
         result = CheckResult(task, "not done", seed=seed, message=(
             f"[not yet] {task}: not implemented yet. Replace the `raise NotImplementedError` line with your code "
