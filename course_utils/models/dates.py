@@ -1,0 +1,271 @@
+"""Dates as people write them, to be read into ISO 8601: a seq2seq task whose answer needs reordering.
+
+``tuesday 24 november 2026``, ``nov 24, 2026``, ``24/11/2026`` all become ``2026-11-24``;
+``3.7.89`` becomes ``1989-07-03``. Characters are the tokens, in and out.
+
+Every input has exactly one answer:
+
+- dates run from 1950-01-01 to 2049-12-31;
+- numeric forms are always day first; month first only with a month name;
+- two-digit years follow a pivot: 50-99 -> 19xx, 00-49 -> 20xx.
+
+Because the data is generated, the source span that decides each output character is
+known: the year field for the four year digits, the month field (a number or a name)
+for the two month digits, the day field for the two day digits. The two ``-`` of the
+output and ``<eos>`` are decided by the output format alone: they have no span.
+
+Token ids: ``PAD_ID = 0``, ``SOS_ID = 1``, ``EOS_ID = 2`` (as in the reversal task),
+then the characters of ``CHARS``. Shapes: ``N`` examples, ``T_in`` source length (padded),
+``T_OUT = 11`` target length (10 characters and ``<eos>``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .seq2seq_data import EOS_ID, PAD_ID, SPECIAL_TOKENS, ReversalData, pad_batch
+
+FIRST, LAST = dt.date(1950, 1, 1), dt.date(2049, 12, 31)
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+# Each written form: a name and a format with the fields {weekday}, {wkd} (3 letters),
+# {d} / {dd} (day, without / with a leading zero), {m} / {mm}, {mon} (3 letters),
+# {month} (full name), {yy} (two digits), {yyyy}.
+FORMS: dict[str, str] = {
+    "weekday d month yyyy": "{weekday} {d} {month} {yyyy}",  # tuesday 24 november 2026
+    "wkd, d mon yyyy": "{wkd}, {d} {mon} {yyyy}",  # tue, 24 nov 2026 (as in e-mail headers)
+    "d mon yyyy": "{d} {mon} {yyyy}",  # 24 nov 2026
+    "mon d, yyyy": "{mon} {d}, {yyyy}",  # nov 24, 2026
+    "month d, yyyy": "{month} {d}, {yyyy}",  # november 24, 2026
+    "dd/mm/yyyy": "{dd}/{mm}/{yyyy}",  # 24/11/2026
+    "d.m.yy": "{d}.{m}.{yy}",  # 3.7.89
+    "dd-mon-yy": "{dd}-{mon}-{yy}",  # 24-nov-26
+}
+FORM_NAMES: tuple[str, ...] = tuple(FORMS)
+_FIELD_OF = {"d": "day", "dd": "day", "m": "month", "mm": "month", "mon": "month", "month": "month",
+             "yy": "year", "yyyy": "year", "weekday": "weekday", "wkd": "weekday"}
+
+CHARS = "".join(sorted(set("0123456789 ,./-" + "".join(MONTHS) + "".join(WEEKDAYS))))
+VOCAB: list[str] = list(SPECIAL_TOKENS) + list(CHARS)
+CHAR_TO_ID = {c: i for i, c in enumerate(VOCAB) if i >= len(SPECIAL_TOKENS)}
+T_OUT = 11  # "yyyy-mm-dd" and <eos>
+# Which field decides each output position: 0-3 year, 5-6 month, 8-9 day; the dashes and <eos> none.
+OUTPUT_FIELDS: tuple[str | None, ...] = ("year",) * 4 + (None,) + ("month",) * 2 + (None,) + ("day",) * 2 + (None,)
+HELDOUT_SEED = 2026  # the held-out dates are the same for every training seed
+NUM_DAYS = (LAST - FIRST).days + 1
+
+
+def full_year(two_digits: int) -> int:
+    """The pivot: 50-99 -> 1950-1999, 00-49 -> 2000-2049."""
+    if not 0 <= two_digits <= 99:
+        raise ValueError(f"a two-digit year is between 0 and 99, got {two_digits}")
+    return 1900 + two_digits if two_digits >= 50 else 2000 + two_digits
+
+
+def render(date: dt.date, form: str) -> tuple[str, dict[str, tuple[int, int]]]:
+    """The text of ``date`` written in ``form``, and where each field lies in it.
+
+    Returns:
+        the text and ``{field: (start, end)}`` (character positions, end excluded) for the
+        fields ``day``, ``month``, ``year`` and, where written, ``weekday``.
+    """
+    if form not in FORMS:
+        raise ValueError(f"unknown form {form!r}; the forms are {list(FORM_NAMES)}")
+    if not FIRST <= date <= LAST:
+        raise ValueError(f"dates run from {FIRST} to {LAST}, got {date}")
+    values = {
+        "weekday": WEEKDAYS[date.weekday()], "wkd": WEEKDAYS[date.weekday()][:3],
+        "d": str(date.day), "dd": f"{date.day:02d}", "m": str(date.month), "mm": f"{date.month:02d}",
+        "mon": MONTHS[date.month - 1][:3], "month": MONTHS[date.month - 1],
+        "yy": f"{date.year % 100:02d}", "yyyy": str(date.year),
+    }
+    text, fields, rest = "", {}, FORMS[form]
+    while rest:
+        if rest[0] == "{":
+            key, rest = rest[1:].split("}", 1)
+            fields[_FIELD_OF[key]] = (len(text), len(text) + len(values[key]))
+            text += values[key]
+        else:
+            text, rest = text + rest[0], rest[1:]
+    return text, fields
+
+
+def output_spans(fields: dict[str, tuple[int, int]]) -> list[tuple[int, int] | None]:
+    """The source span ``(start, end)`` that decides each of the ``T_OUT`` output positions (None: no span)."""
+    return [None if name is None else fields[name] for name in OUTPUT_FIELDS]
+
+
+@dataclass(frozen=True)
+class DateExample:
+    """One example: the date, its written form, the text, the ISO answer and the field spans."""
+
+    date: dt.date
+    form: str
+    text: str
+    iso: str
+    fields: dict[str, tuple[int, int]]
+
+
+def example(date: dt.date, form: str) -> DateExample:
+    text, fields = render(date, form)
+    return DateExample(date, form, text, date.isoformat(), fields)
+
+
+def encode(text: str) -> list[int]:
+    """Token ids of the characters of ``text``."""
+    unknown = sorted(set(text) - set(CHAR_TO_ID))
+    if unknown:
+        raise ValueError(f"characters outside the vocabulary: {unknown}")
+    return [CHAR_TO_ID[c] for c in text]
+
+
+def decode(ids) -> str:
+    """The text of a 1-D sequence of ids, stopping at the first ``<eos>`` and skipping ``<pad>``."""
+    out = []
+    for i in (int(i) for i in ids):
+        if i == EOS_ID:
+            break
+        if i >= len(SPECIAL_TOKENS):
+            out.append(VOCAB[i])
+    return "".join(out)
+
+
+@dataclass
+class DateData(ReversalData):
+    """Padded date examples for the course's seq2seq models and training loop.
+
+    Attributes (besides ``src (N, T_in)``, ``tgt (N, T_OUT)``, ``lengths (N,)``):
+        forms: the index into ``FORM_NAMES`` of each example ``(N,)``.
+        spans: the deciding span of each output position ``(N, T_OUT, 2)``, ``-1`` where it has none.
+
+    ``subset`` keeps the whole target: unlike a reversal target, a date's answer is not
+    one token longer than its source (``3.7.89`` has 6 characters, its answer 11 tokens).
+    """
+
+    forms: Tensor = None
+    spans: Tensor = None
+
+    def subset(self, index: Tensor) -> DateData:
+        t_in = int(self.lengths[index].max())
+        return DateData(self.src[index, :t_in], self.tgt[index], self.lengths[index],
+                        self.forms[index], self.spans[index])
+
+    def to(self, device: torch.device | str) -> DateData:
+        return DateData(self.src.to(device), self.tgt.to(device), self.lengths.to(device),
+                        self.forms.to(device), self.spans.to(device))
+
+    def texts(self) -> list[str]:
+        return [decode(s[:n]) for s, n in zip(self.src, self.lengths)]
+
+
+def span_tensor(examples: list[DateExample]) -> Tensor:
+    """``(N, T_OUT, 2)`` long: the deciding span of each output position, ``[-1, -1]`` where it has none."""
+    rows = [[(-1, -1) if s is None else s for s in output_spans(e.fields)] for e in examples]
+    return torch.tensor(rows, dtype=torch.long).reshape(len(examples), T_OUT, 2)
+
+
+def to_data(examples: list[DateExample]) -> DateData:
+    """Pad a list of examples into a ``DateData``."""
+    if not examples:
+        raise ValueError("need at least one example")
+    sources = [encode(e.text) for e in examples]
+    return DateData(
+        src=pad_batch(sources),
+        tgt=pad_batch([encode(e.iso) + [EOS_ID] for e in examples]),
+        lengths=torch.tensor([len(s) for s in sources], dtype=torch.long),
+        forms=torch.tensor([FORM_NAMES.index(e.form) for e in examples], dtype=torch.long),
+        spans=span_tensor(examples),
+    )
+
+
+def random_examples(num: int, seed: int, exclude: set[dt.date] | frozenset = frozenset()) -> list[DateExample]:
+    """``num`` examples with dates uniform over 1950-2049 (none in ``exclude``) and the forms in turn
+    (example ``i`` has form ``i % 8``, so every form has the same share). Own ``random.Random(seed)``."""
+    if num < 1:
+        raise ValueError(f"num must be positive, got {num}")
+    rng, out = random.Random(seed), []
+    while len(out) < num:
+        date = FIRST + dt.timedelta(days=rng.randrange(NUM_DAYS))
+        if date not in exclude:
+            out.append(example(date, FORM_NAMES[len(out) % len(FORM_NAMES)]))
+    return out
+
+
+def heldout_examples(num: int = 1000) -> list[DateExample]:
+    """The fixed held-out set (always ``HELDOUT_SEED``): ``num`` examples on distinct dates."""
+    rng = random.Random(HELDOUT_SEED)
+    days = rng.sample(range(NUM_DAYS), num)
+    return [example(FIRST + dt.timedelta(days=d), FORM_NAMES[i % len(FORM_NAMES)]) for i, d in enumerate(days)]
+
+
+def make_date_data(num_train: int = 8000, num_heldout: int = 1000, seed: int = 0) -> tuple[DateData, DateData]:
+    """Training and held-out data; no held-out date occurs in training, in any written form."""
+    heldout = heldout_examples(num_heldout)
+    train = random_examples(num_train, seed, exclude={e.date for e in heldout})
+    return to_data(train), to_data(heldout)
+
+
+# --- Reading the model ---------------------------------------------------------------
+
+
+@torch.no_grad()
+def decode_with_weights(model: torch.nn.Module, data: ReversalData, batch_size: int = 500) -> tuple[Tensor, Tensor | None]:
+    """Greedy predictions ``(N, T_OUT)`` and their attention weights ``(N, T_OUT, T_in)`` (None without attention).
+
+    The weights are the ones the model used while writing its own answer (no teacher forcing).
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    t_out, t_in = data.tgt.shape[1], data.src.shape[1]
+    preds, weights = [], []
+    for start in range(0, len(data), batch_size):
+        src, lengths = data.src[start:start + batch_size].to(device), data.lengths[start:start + batch_size].to(device)
+        tokens, w = model.greedy_decode(src, lengths, max_len=t_out)
+        preds.append(tokens.cpu())
+        weights.append(None if w is None else w.cpu())
+    if weights[0] is None:
+        return torch.cat(preds), None
+    return torch.cat(preds), torch.cat([torch.nn.functional.pad(w, (0, t_in - w.shape[2])) for w in weights])
+
+
+def alignment_hits(weights: Tensor, spans: Tensor) -> tuple[Tensor, Tensor]:
+    """Whether each output position's largest weight falls inside its deciding span.
+
+    Args:
+        weights: ``(N, T_out, T_in)``; spans: ``(N, T_out, 2)``, ``-1`` where a position has no span.
+
+    Returns:
+        hits ``(N, T_out)`` bool and ``has_span`` ``(N, T_out)`` bool (only those positions count).
+    """
+    if weights.dim() != 3 or spans.shape != (*weights.shape[:2], 2):
+        raise ValueError(f"need weights (N, T_out, T_in) and spans (N, T_out, 2), got {tuple(weights.shape)} and {tuple(spans.shape)}")
+    top = weights.argmax(dim=-1)
+    has_span = spans[..., 0] >= 0
+    return has_span & (top >= spans[..., 0]) & (top < spans[..., 1]), has_span
+
+
+def alignment_accuracy(weights: Tensor, spans: Tensor) -> float:
+    """Fraction of the output positions with a span whose largest weight falls inside it, pooled over examples."""
+    hits, has_span = alignment_hits(weights, spans)
+    return hits.sum().item() / has_span.sum().item()
+
+
+def by_form(data: DateData, pred: Tensor, weights: Tensor | None = None) -> dict[str, dict[str, float]]:
+    """Per written form: ``exact`` match accuracy and, given weights, ``alignment`` accuracy."""
+    right = ((pred == data.tgt) | (data.tgt == PAD_ID)).all(dim=1)
+    out = {}
+    for i, name in enumerate(FORM_NAMES):
+        rows = data.forms == i
+        if not rows.any():
+            continue
+        out[name] = {"exact": right[rows].float().mean().item()}
+        if weights is not None:
+            out[name]["alignment"] = alignment_accuracy(weights[rows], data.spans[rows])
+    return out
