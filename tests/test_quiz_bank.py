@@ -16,7 +16,7 @@ from course_utils import MultiHeadAttention, causal_mask, scaled_dot_product_att
 from course_utils.models.data_files import data_path
 from course_utils.helpers.quiz import Question, feedback, load_quiz, static_answers
 
-NOTEBOOKS = ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14"]
+NOTEBOOKS = ["01", "01b", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14"]
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 
@@ -42,7 +42,7 @@ def test_every_notebook_has_a_quiz_and_every_quiz_a_notebook():
     keys = set(_bank())
     assert set(NOTEBOOKS) <= keys, f"missing quizzes: {sorted(set(NOTEBOOKS) - keys)}"
     for key in keys:
-        assert re.fullmatch(r"\d\d", key), key
+        assert re.fullmatch(r"\d\d[a-z]?", key), key
         assert list(NOTEBOOK_DIR.glob(f"{key}_*.ipynb")), f"quiz {key!r} has no notebook {key}_*.ipynb"
 
 
@@ -176,7 +176,7 @@ def test_shapes_in_the_attention_formula_and_in_cross_attention():
 
 def test_fully_masked_row_with_minus_infinity_is_nan():
     assert torch.softmax(torch.full((5,), float("-inf")), dim=-1).isnan().all()
-    right, _ = _right_and_wrong(_question("01", "every key of one query is blocked"))
+    right, _ = _right_and_wrong(_question("01b", "every key of one query is blocked"))
     assert "NaN" in right
 
 
@@ -228,7 +228,7 @@ def test_temperature_keeps_the_order_and_flattens():
 
 
 def test_unknown_notebook_names_the_available_keys():
-    with pytest.raises(ValueError, match=r"no quiz for notebook '99'.*available: \['01', '02'"):
+    with pytest.raises(ValueError, match=r"no quiz for notebook '99'.*available: \['01', '01b', '02'"):
         load_quiz("99")
 
 
