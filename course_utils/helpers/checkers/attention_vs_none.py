@@ -2,33 +2,72 @@
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
-from .report import Hint, report
+from ...models.seq2seq_training import accuracy_by_length, exact_match_accuracy, sequence_correct, token_accuracy
+from .report import Hint, as_float, call, failing_case, generator, report
+
+_TWINS = {
+    "token_accuracy": (("token_accuracy", token_accuracy),),
+    "exact_match": (("exact_match_accuracy", exact_match_accuracy), ("sequence_correct", sequence_correct)),
+    "accuracy_by_length": (("accuracy_by_length", accuracy_by_length),),
+}
 
 
 # Hand-made reversal predictions (PAD = 0, EOS = 2, symbols 3..11); each row shows one situation.
-_ACC_TARGET = [
+_ACC_TARGET = (
     [4, 3, 2, 0, 0, 0, 0],  # source length 2: right
     [5, 6, 7, 2, 0, 0, 0],  # length 3: right, then garbage after <eos> (that must not count)
     [8, 9, 10, 11, 2, 0, 0],  # length 4: every symbol right, but no <eos> (the model did not stop)
     [3, 4, 5, 6, 7, 8, 2],  # length 6: one wrong symbol
     [9, 9, 9, 9, 9, 9, 2],  # length 6: stopped far too early
     [6, 7, 2, 0, 0, 0, 0],  # length 2: both symbols wrong
-]
-_ACC_PRED = [
+)
+_ACC_PRED = (
     [4, 3, 2, 0, 0, 0, 0],
     [5, 6, 7, 2, 9, 9, 0],
     [8, 9, 10, 11, 11, 11, 11],
     [3, 4, 5, 9, 7, 8, 2],
     [9, 2, 0, 0, 0, 0, 0],
     [7, 6, 2, 0, 0, 0, 0],
-]
-_ACC_LENGTHS = [2, 3, 4, 6, 6, 2]  # no length 5: only lengths present are keys
+)
+_ACC_LENGTHS = (2, 3, 4, 6, 6, 2)  # no length 5: only lengths present are keys
 
 
 def _acc_case() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return torch.tensor(_ACC_PRED), torch.tensor(_ACC_TARGET), torch.tensor(_ACC_LENGTHS)
+
+
+def _random_acc_case(g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A hidden random batch: 6..16 sequences of source length 1..15, every kind of prediction error."""
+    N = int(torch.randint(6, 17, (1,), generator=g))
+    lengths = torch.randint(1, 16, (N,), generator=g)
+    T = int(lengths.max()) + 3
+    target = torch.zeros(N, T, dtype=torch.long)
+    pred = torch.zeros(N, T, dtype=torch.long)
+    for b, L in enumerate(lengths.tolist()):
+        row = torch.cat([torch.randint(3, 12, (L,), generator=g), torch.tensor([2])])
+        target[b, : L + 1] = row
+        out = row.clone()
+        kind = b % 6 if b < 6 else int(torch.randint(0, 6, (1,), generator=g))
+        if kind == 1:  # one wrong symbol
+            k = int(torch.randint(0, L, (1,), generator=g))
+            out[k] = 3 + (out[k] - 3 + 1) % 9
+        elif kind == 2:  # never stops: a symbol where <eos> belongs, and more after it
+            out[L] = 3
+            pred[b, L + 1:] = 4
+        elif kind == 3:  # stops early
+            k = int(torch.randint(0, L, (1,), generator=g))
+            out[k:] = 0
+            out[k] = 2
+        elif kind == 4:  # right, then garbage after <eos> where the target is padding
+            pred[b, L + 1:] = 5
+        elif kind == 5:  # everything wrong
+            out = torch.where(out == 2, torch.tensor(3), 3 + (out - 3 + 4) % 9)
+        pred[b, : L + 1] = out
+    return pred, target, lengths
 
 
 def _real(target: torch.Tensor) -> torch.Tensor:
@@ -84,55 +123,76 @@ def _exact_mistakes(pred, target) -> list[tuple[str, float]]:
     ]
 
 
-def _as_number(value, what: str) -> float:
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise Hint(f"{what} returned a tensor of shape {tuple(value.shape)}: return one number for the whole batch.")
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Hint(f"{what} should return a number (a float between 0 and 1), got {type(value).__name__}.")
-    return float(value)
-
-
-def _check_fraction(fn, name: str, reference, mistakes) -> None:
+def _check_fraction(fn, name: str, reference, mistakes, seed: int) -> None:
     pred, target, _ = _acc_case()
-    checks = [(pred, target), (target.clone(), target)]  # the hand-made case, and a perfect prediction
-    for p, t in checks:
-        p0, t0 = p.clone(), t.clone()
-        got = _as_number(fn(p, t), name)
-        if not (torch.equal(p, p0) and torch.equal(t, t0)):
-            raise Hint(f"{name} changed its inputs in place: compute new tensors instead.")
-        expected = reference(p, t)
-        if abs(got - expected) < 1e-6:
-            continue
-        if abs(got - 100 * expected) < 1e-4:
-            raise Hint("you returned a percentage: return a fraction between 0 and 1.")
-        for hint, value in mistakes(p, t):
-            if abs(got - value) < 1e-6:
-                raise Hint(hint)
-        if got > 1:
-            raise Hint(f"you returned {got:g}, more than 1: return a fraction (divide the count by the total).")
-        raise Hint(f"for the example in the checker you returned {got:.4f}, expected {expected:.4f}. "
-                   "Compare the prediction with the target only where the target is not <pad>.")
+    g = generator(seed)
+    checks = [("the hand-made example", pred, target), ("a perfect prediction", target.clone(), target)]
+    for k in range(2):
+        p, t, _ = _random_acc_case(g)
+        checks.append((f"hidden random batch {k + 1}, pred and target of shape {tuple(p.shape)}", p, t))
+    for desc, p, t in checks:
+        with failing_case(desc):
+            _check_fraction_once(fn, name, reference, mistakes, p, t)
 
 
-def check_token_accuracy(fn) -> bool:
-    """Check ``fn(pred (N, T), target (N, T)) -> float``: right tokens / non-pad target tokens, pooled."""
-    return report("token_accuracy", lambda: _check_fraction(fn, "token_accuracy", _token_acc_ref, _token_acc_mistakes))
+def _check_fraction_once(fn, name: str, reference, mistakes, p: torch.Tensor, t: torch.Tensor) -> None:
+    p0, t0 = p.clone(), t.clone()
+    got = as_float(call(fn, p, t, twins=_TWINS[name]), name, "should return")
+    if not (torch.equal(p, p0) and torch.equal(t, t0)):
+        raise Hint(f"{name} changed its inputs in place: compute new tensors instead.")
+    expected = reference(p, t)
+    if abs(got - expected) < 1e-6:
+        return
+    if abs(got - 100 * expected) < 1e-4:
+        raise Hint("you returned a percentage: return a fraction between 0 and 1.")
+    for hint, value in mistakes(p, t):
+        if abs(got - value) < 1e-6:
+            raise Hint(hint)
+    if got > 1:
+        raise Hint(f"you returned {got:g}, more than 1: return a fraction (divide the count by the total).")
+    raise Hint(f"you returned {got:.4f}, expected {expected:.4f}. "
+               "Compare the prediction with the target only where the target is not <pad>.")
 
 
-def check_exact_match(fn) -> bool:
-    """Check ``fn(pred (N, T), target (N, T)) -> float``: fraction of sequences right at every non-pad target position."""
-    return report("exact_match", lambda: _check_fraction(fn, "exact_match", _exact_ref, _exact_mistakes))
+def check_token_accuracy(fn, *, seed: int | None = None):
+    """Check ``fn(pred (N, T), target (N, T)) -> float``: right tokens / non-pad target tokens, pooled, on the
+    hand-made example, a perfect prediction and 2 hidden random batches (source lengths 1..15)."""
+    return report("token_accuracy", lambda s: _check_fraction(
+        fn, "token_accuracy", _token_acc_ref, _token_acc_mistakes, s), seed)
 
 
-def _check_accuracy_by_length(fn) -> None:
-    pred, target, lengths = _acc_case()
+def check_exact_match(fn, *, seed: int | None = None):
+    """Check ``fn(pred (N, T), target (N, T)) -> float``: fraction of sequences right at every non-pad target
+    position, on the same 4 batches as ``check_token_accuracy``."""
+    return report("exact_match", lambda s: _check_fraction(fn, "exact_match", _exact_ref, _exact_mistakes, s), seed)
+
+
+def _check_accuracy_by_length(fn, seed: int) -> None:
+    g = generator(seed)
+    cases = [("the hand-made example", *_acc_case())]
+    for k in range(2):
+        p, t, lengths = _random_acc_case(g)
+        cases.append((f"hidden random batch {k + 1}: {len(lengths)} sequences, source lengths "
+                      f"{sorted(set(lengths.tolist()))}", p, t, lengths))
+    for desc, pred, target, lengths in cases:
+        with failing_case(desc):
+            _check_by_length_once(fn, pred, target, lengths)
+
+
+def _as_length(key) -> int:
+    if isinstance(key, bool) or isinstance(key, torch.Tensor):
+        raise TypeError
+    return operator.index(key)  # Python or NumPy integers
+
+
+def _check_by_length_once(fn, pred, target, lengths) -> None:
     try:
-        result = fn(pred.clone(), target.clone(), lengths.clone())
-    except ZeroDivisionError:
-        raise Hint("division by zero: a length with no sequences has no accuracy. Use only the source lengths "
-                   "present in the batch (e.g. torch.unique(src_lengths)), not a range of lengths.") from None
+        result = call(fn, pred.clone(), target.clone(), lengths.clone(), twins=_TWINS["accuracy_by_length"])
+    except Exception as crash:  # noqa: BLE001 - StudentCrash or a Hint: only a division by zero gets a tip here
+        if isinstance(getattr(crash, "error", None), ZeroDivisionError):
+            raise Hint("division by zero: a length with no sequences has no accuracy. Use only the source lengths "
+                       "present in the batch (e.g. torch.unique(src_lengths)), not a range of lengths.") from None
+        raise
     if not isinstance(result, dict):
         raise Hint(f"return a dict {{source length: accuracy}}, got {type(result).__name__}.")
     expected = _by_length_ref(pred, target, lengths)
@@ -140,9 +200,11 @@ def _check_accuracy_by_length(fn) -> None:
     if any(isinstance(k, torch.Tensor) for k in keys):
         raise Hint("your keys are tensors: use Python ints, e.g. int(n), so that result[5] finds length 5 "
                    "(a tensor key is never equal to an int key in a dict).")
-    if not all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
-        raise Hint(f"the keys should be the source lengths as ints, got {[type(k).__name__ for k in keys]}.")
-    got_keys, want = set(keys), set(expected)
+    try:
+        result = {_as_length(k): v for k, v in result.items()}
+    except TypeError:
+        raise Hint(f"the keys should be the source lengths as ints, got {[type(k).__name__ for k in keys]}.") from None
+    got_keys, want = set(result), set(expected)
     if got_keys == {n + 1 for n in want}:
         raise Hint("your lengths are one too large: you counted the target tokens, which include <eos>. "
                    "Use the source lengths you are given.")
@@ -161,7 +223,7 @@ def _check_accuracy_by_length(fn) -> None:
     if got_keys != want:
         raise Hint(f"your keys {sorted(got_keys)} are not the source lengths present, {sorted(want)}: bucket the "
                    "sequences by the source lengths you are given, not by counting tokens of pred or target.")
-    values = {k: _as_number(v, f"the value for length {k}") for k, v in result.items()}
+    values = {k: as_float(v, f"the value for length {k}") for k, v in result.items()}
     if all(abs(values[k] - expected[k]) < 1e-6 for k in want):
         return
     variants = [
@@ -182,6 +244,7 @@ def _check_accuracy_by_length(fn) -> None:
                "of the sequences with that source length.")
 
 
-def check_accuracy_by_length(fn) -> bool:
-    """Check ``fn(pred (N, T), target (N, T), src_lengths (N,)) -> {length: token accuracy}``."""
-    return report("accuracy_by_length", lambda: _check_accuracy_by_length(fn))
+def check_accuracy_by_length(fn, *, seed: int | None = None):
+    """Check ``fn(pred (N, T), target (N, T), src_lengths (N,)) -> {length: token accuracy}`` on the hand-made
+    example and 2 hidden random batches (source lengths 1..15, with gaps)."""
+    return report("accuracy_by_length", lambda s: _check_accuracy_by_length(fn, s), seed)

@@ -1,4 +1,4 @@
-"""Checkers for exercise 07: entropy and mean distance per head, and local/global head classes."""
+"""Checkers for exercise 07: entropy and mean distance per head (the head classes: ``head_classes``)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,25 @@ from collections.abc import Callable
 
 import torch
 
-from .report import Hint, expect_tensor, report
+from ...core.metrics import attention_entropy, mean_attention_distance
+from .report import Hint, StudentCrash, call, expect_tensor, failing_case, generator, report
 
 
 def _ln(x: float) -> float:
     """Natural log of a number (without importing math into the shared header)."""
     return torch.tensor(float(x), dtype=torch.float64).log().item()
+
+
+def _random_pattern_input(seed: int) -> torch.Tensor:
+    """Hidden random weights ``(B, h, n, n)``, n from 9 to 20, with one-hot, uniform and causal heads (exact zeros)."""
+    g = generator(seed)
+    B, h = (int(v) + 2 for v in torch.randperm(4, generator=g)[:2])  # 2..5, different
+    n = int(torch.randint(9, 21, (1,), generator=g))
+    scores = 3 * torch.randn(B, h, n, n, generator=g)
+    w = scores.softmax(-1)
+    w[:, 0] = torch.nn.functional.one_hot(torch.randint(0, n, (B, n), generator=g), n).float()
+    w[:, 1] = scores[:, 1].masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf")).softmax(-1)
+    return w
 
 
 def _head_pattern_inputs() -> list[torch.Tensor]:
@@ -130,153 +143,59 @@ def _per_head_shape_hint(shape: tuple[int, ...], B: int, h: int, n: int) -> str:
     return f"for weights of shape ({B}, {h}, {n}, {n}) (B, h, n, m) expected shape ({h},) (h,), got {shape}: {what}."
 
 
-def _check_per_head(fn, name: str, reference, mistakes) -> None:
-    for w in _head_pattern_inputs():
-        B, h, n, _ = w.shape
-        given = w.clone()
-        try:
-            result = fn(given)
-        except NotImplementedError:
-            raise
-        except Exception as err:
-            raise Hint(f"with weights of shape {tuple(w.shape)} (B, h, n, m) your code raised "
-                       f"{type(err).__name__}: {err}. Read the sizes from weights.shape; "
-                       "don't hard-code them.") from None
-        if not torch.equal(given, w):
-            raise Hint(f"{name} changed the weights you passed in (an in-place edit such as w[w == 0] = 1 or "
-                       "w.log_()): compute new tensors and leave the caller's weights alone.")
-        if type(result).__name__ == "ndarray" or isinstance(result, (list, tuple, float)):
-            kind = "NumPy array" if type(result).__name__ == "ndarray" else f"Python {type(result).__name__}"
-            raise Hint(f"{name} returned a {kind}: return a torch.Tensor of shape (h,).")
-        result = expect_tensor(result, f"the result of {name}")
-        if tuple(result.shape) != (h,):
-            raise Hint(_per_head_shape_hint(tuple(result.shape), B, h, n))
-        result = result.detach().double()
-        if torch.isnan(result).any():
-            raise Hint("NaN in your result: some weights are exactly 0, and log(0) = -inf, 0 * -inf = NaN. A term "
-                       "0 * log 0 counts as 0 (its limit): skip zero weights, e.g. with torch.where, or use "
-                       "torch.xlogy(w, w), which gives 0 there.")
-        expected = reference(w).double()
-        if torch.allclose(result, expected, atol=1e-5, rtol=1e-4):
-            continue
-        for hint, candidate in mistakes(w):
-            if torch.allclose(result, candidate.double(), atol=1e-5, rtol=1e-4):
-                raise Hint(hint)
-        raise Hint(f"for weights of shape {tuple(w.shape)} you returned {[round(v, 4) for v in result.tolist()]}, "
-                   f"expected {[round(v, 4) for v in expected.tolist()]}. Compute one number per row (query) of "
-                   "every head, then average over the batch and the queries.")
+def _check_per_head(fn, name: str, reference, mistakes, seed: int, twins) -> None:
+    for w in [*_head_pattern_inputs(), _random_pattern_input(seed)]:
+        with failing_case(f"weights of shape {tuple(w.shape)} (B, h, n, m)"):
+            _check_per_head_once(fn, name, reference, mistakes, w, twins)
 
 
-def check_head_entropy(fn: Callable[[torch.Tensor], torch.Tensor]) -> bool:
-    """Check ``fn(weights (B, h, n, m)) -> (h,)``: mean attention entropy per head, in nats, 0 log 0 = 0."""
-    return report("head_entropy", lambda: _check_per_head(fn, "head_entropy", _entropy_reference, _entropy_mistakes))
-
-
-def check_head_mean_distance(fn: Callable[[torch.Tensor], torch.Tensor]) -> bool:
-    """Check ``fn(weights (B, h, n, n)) -> (h,)``: mean over batch and queries of ``sum_j a_ij |i - j|``."""
-    return report(
-        "head_mean_distance", lambda: _check_per_head(fn, "head_mean_distance", _distance_reference, _distance_mistakes)
-    )
-
-
-def _classify_rule(reference_distance: Callable[[int], float], local_below=None, global_above=None,
-                   labels=("local", "mixed", "global"), split: str | None = None):
-    """A rule: ratio = distance / reference_distance(n) against the thresholds (``split``: only two labels)."""
-
-    def rule(distance: torch.Tensor, n: int, lo: float, hi: float) -> list[str]:
-        lo = lo if local_below is None else local_below
-        hi = hi if global_above is None else global_above
-        out = []
-        for d in distance.tolist():
-            ratio = d / reference_distance(n)
-            if split:
-                out.append(labels[0] if ratio < (lo if split == "lo" else hi) else labels[2])
-            else:
-                out.append(labels[0] if ratio < lo else labels[2] if ratio > hi else labels[1])
-        return out
-
-    return rule
-
-
-def _uniform_distance(n: int) -> float:
-    """Mean |i - j| when every query spreads its attention evenly over n keys: (n^2 - 1) / (3n)."""
-    return (n * n - 1) / (3 * n)
-
-
-# (distance, n, local_below, global_above); None thresholds = call with the defaults 0.5, 0.75
-_CLASSIFY_CASES = [
-    (torch.tensor([0.5, 1.9, 1.995, 2.05, 2.9, 2.99, 3.05, 4.2]), 12, None, None),
-    (torch.tensor([0.5, 0.8, 1.5, 2.4, 2.5, 3.0]), 8, 0.3, 0.9),
-    (torch.tensor([0.62, 0.64, 0.9, 1.2]), 4, None, None),
-]
-
-
-def _classify_mistakes() -> list[tuple[str, Callable]]:
-    return [
-        ("local and global are swapped: a SMALL mean distance (ratio below local_below) means local.",
-         _classify_rule(_uniform_distance, labels=("global", "mixed", "local"))),
-        ("only two labels: a head between the two thresholds is 'mixed' (ratio from local_below to global_above).",
-         _classify_rule(_uniform_distance, split="lo")),
-        ("only two labels, split at global_above: a ratio below local_below is 'local', from local_below to "
-         "global_above 'mixed', above global_above 'global'.",
-         _classify_rule(_uniform_distance, split="hi")),
-        ("you compared the raw distances with the thresholds: divide each distance by the mean distance of "
-         "uniform attention over n positions first.", _classify_rule(lambda n: 1.0)),
-        ("your reference distance looks like n / 3: close, but uniform attention over n positions has mean "
-         "distance slightly below n / 3. Compute it exactly, e.g. with your head_mean_distance on uniform weights.",
-         _classify_rule(lambda n: n / 3)),
-        ("your reference distance looks like n / 2: that is about the largest distance, not the mean distance "
-         "of uniform attention. Compute it, e.g. with your head_mean_distance on uniform weights (all 1/n).",
-         _classify_rule(lambda n: n / 2)),
-        ("your reference distance looks like (n - 1) / 2: uniform attention has a smaller mean distance. Compute "
-         "it, e.g. with your head_mean_distance on uniform weights (all 1/n).", _classify_rule(lambda n: (n - 1) / 2)),
-        ("your reference distance looks like (n + 1) / 3, the mean over pairs with j != i: uniform attention also "
-         "gives weight 1/n to the query's own position (distance 0).", _classify_rule(lambda n: (n + 1) / 3)),
-        ("your reference distance ignores n: it is the one for n = 12. Use the n you are given.",
-         _classify_rule(lambda n: _uniform_distance(12))),
-        ("the thresholds are hard-coded: use the arguments local_below and global_above.",
-         _classify_rule(_uniform_distance, local_below=0.5, global_above=0.75)),
-    ]
-
-
-def _call_classify(fn, distance: torch.Tensor, n: int, lo, hi):
-    return fn(distance.clone(), n) if lo is None else fn(distance.clone(), n, local_below=lo, global_above=hi)
-
-
-def _check_classify_heads(fn) -> None:
-    answers = []
-    for distance, n, lo, hi in _CLASSIFY_CASES:
-        call = f"classify_heads({[round(d, 3) for d in distance.tolist()]}, n={n}" + (
-            ")" if lo is None else f", local_below={lo}, global_above={hi})")
-        try:
-            labels = _call_classify(fn, distance, n, lo, hi)
-        except NotImplementedError:
-            raise
-        except Exception as err:
-            raise Hint(f"{call} raised {type(err).__name__}: {err}") from None
-        if isinstance(labels, torch.Tensor) or not isinstance(labels, (list, tuple)):
-            raise Hint(f"return a list of strings ('local', 'mixed' or 'global'), got {type(labels).__name__}.")
-        if len(labels) != len(distance):
-            raise Hint(f"{call} returned {len(labels)} labels for {len(distance)} heads: one label per head.")
-        unknown = {repr(x) for x in labels} - {"'local'", "'mixed'", "'global'"}
-        if unknown:
-            raise Hint(f"unknown label(s) {sorted(unknown)}: use exactly the strings 'local', 'mixed' and 'global'.")
-        answers.append(list(labels))
-    expected = [_classify_rule(_uniform_distance)(d, n, lo or 0.5, hi or 0.75) for d, n, lo, hi in _CLASSIFY_CASES]
-    if answers == expected:
+def _check_per_head_once(fn, name: str, reference, mistakes, w: torch.Tensor, twins) -> None:
+    B, h, n, _ = w.shape
+    given = w.clone()
+    try:
+        result = call(fn, given, twins=twins)
+    except StudentCrash as crash:
+        crash.tip = crash.tip or "Read the sizes from weights.shape; don't hard-code them."
+        raise
+    if not torch.equal(given, w):
+        raise Hint(f"{name} changed the weights you passed in (an in-place edit such as w[w == 0] = 1 or "
+                   "w.log_()): compute new tensors and leave the caller's weights alone.")
+    if type(result).__name__ == "ndarray" or isinstance(result, (list, tuple, float)):
+        kind = "NumPy array" if type(result).__name__ == "ndarray" else f"Python {type(result).__name__}"
+        raise Hint(f"{name} returned a {kind}: the task asks for a torch.Tensor of shape (h,).")
+    result = expect_tensor(result, f"the result of {name}")
+    if tuple(result.shape) != (h,):
+        raise Hint(_per_head_shape_hint(tuple(result.shape), B, h, n))
+    result = result.detach().cpu().double()
+    if torch.isnan(result).any():
+        raise Hint("NaN in your result: some weights are exactly 0, and log(0) = -inf, 0 * -inf = NaN. A term "
+                   "0 * log 0 counts as 0 (its limit): skip zero weights, e.g. with torch.where, or use "
+                   "torch.xlogy(w, w), which gives 0 there.")
+    expected = reference(w).double()
+    if torch.allclose(result, expected, atol=1e-5, rtol=1e-4):
         return
-    for hint, rule in _classify_mistakes():
-        if answers == [rule(d, n, lo or 0.5, hi or 0.75) for d, n, lo, hi in _CLASSIFY_CASES]:
+    for hint, candidate in mistakes(w):
+        if torch.allclose(result, candidate.double(), atol=1e-5, rtol=1e-4):
             raise Hint(hint)
-    for (distance, n, lo, hi), got, want in zip(_CLASSIFY_CASES, answers, expected):
-        for k, (g, e) in enumerate(zip(got, want)):
-            if g != e:
-                raise Hint(f"with n={n}" + ("" if lo is None else f", local_below={lo}, global_above={hi}") +
-                           f", a head with mean distance {distance[k].item():g} should be {e!r}, you said {g!r}. "
-                           "Compare distance / (mean distance of uniform attention over n positions) with the "
-                           "thresholds.")
+    diff = (result - expected).abs().max().item()
+    raise Hint(f"you returned {[round(v, 4) for v in result.tolist()]}, expected "
+               f"{[round(v, 4) for v in expected.tolist()]} (largest error {diff:.3g}). Compute one number per "
+               "row (query) of every head, then average over the batch and the queries.")
 
 
-def check_classify_heads(fn) -> bool:
-    """Check ``fn(distance (h,), n, local_below=0.5, global_above=0.75) -> list of 'local'/'mixed'/'global'``."""
-    return report("classify_heads", lambda: _check_classify_heads(fn))
+_ENTROPY_TWINS = (("attention_entropy", attention_entropy),)
+_DISTANCE_TWINS = (("mean_attention_distance", mean_attention_distance),)
+
+
+def check_head_entropy(fn: Callable[[torch.Tensor], torch.Tensor], *, seed: int | None = None):
+    """Check ``fn(weights (B, h, n, m)) -> (h,)``: mean attention entropy per head, in nats, 0 log 0 = 0,
+    on 2 fixed inputs and 1 hidden random one (n from 9 to 20, with exact zeros)."""
+    return report("head_entropy", lambda s: _check_per_head(
+        fn, "head_entropy", _entropy_reference, _entropy_mistakes, s, _ENTROPY_TWINS), seed)
+
+
+def check_head_mean_distance(fn: Callable[[torch.Tensor], torch.Tensor], *, seed: int | None = None):
+    """Check ``fn(weights (B, h, n, n)) -> (h,)``: mean over batch and queries of ``sum_j a_ij |i - j|``,
+    on 2 fixed inputs and 1 hidden random one (n from 9 to 20)."""
+    return report("head_mean_distance", lambda s: _check_per_head(
+        fn, "head_mean_distance", _distance_reference, _distance_mistakes, s, _DISTANCE_TWINS), seed)

@@ -1,0 +1,364 @@
+"""The course website (docs/): its generated sources, and the built site as a reader sees it.
+
+Build the site first (``docs/requirements.txt`` installed), from the repository root:
+
+    python -m sphinx -W -b html docs docs/_build/html
+
+The first tests check ``course_utils.tooling.site``, which writes the site's pages from the
+repository, and need nothing built. The others read the built site (docs/_build/html, or
+$SITE_DIR): every notebook of notebooks/ has a page with its figures, and none of
+notebooks/solutions/ does; no page shows a traceback, a widget's raw repr or a path of the
+machine that built it; launch links open the right notebook; nothing is loaded from the
+network; and a real headless Chromium (Debian's ``chromium``, driven by Playwright, as in
+tests/test_browser.py) draws a page's figures and its formulas (MathJax, served locally).
+
+Without a built site (or without Chromium or Playwright, for the browser test) these tests
+are skipped on a developer's machine; in CI (environment variable ``CI`` set) they fail:
+.ci/site builds the site and installs both.
+"""
+
+from __future__ import annotations
+
+import functools
+import html.parser
+import http.server
+import os
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_utils.tooling import site
+from course_utils.tooling.nbtools import BEGIN, NOTEBOOKS, ROOT, SOLUTIONS, STUB, launch_links
+
+SITE = Path(os.environ.get("SITE_DIR", ROOT / "docs" / "_build" / "html"))
+BUILD = "python -m sphinx -W -b html docs docs/_build/html"
+IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
+LAUNCH = re.compile(r"^https://(mybinder\.org/v2/|colab\.research\.google\.com/github/)")
+MACHINE_PATH = re.compile(r"(/home/|/work/|/tmp/|/root/|/Users/|site-packages|\\Users\\)")
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^-{20,}\s*$|^\w+(Error|Exception): |Error displaying widget", re.M)
+WIDGET_REPR = re.compile(r"\b[A-Z]\w*Box\(children=|\b(Output|Button|Dropdown|IntSlider|FloatSlider)\((layout|description|value)=")
+CHROMIUM_FLAGS = [  # as in tests/test_browser.py: root, no GPU, no network but loopback
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT_DIR = Path(os.environ.get("SITE_TEST_SCREENSHOTS", tempfile.gettempdir()))
+
+
+def _missing(reason: str) -> None:
+    """Skip on a developer's machine; fail in CI, where .ci/site builds the site and installs the browser."""
+    if IN_CI:
+        pytest.fail(f"{reason}, and CI is set: .ci/site must provide it")
+    pytest.skip(f"{reason} (in CI this fails instead)")
+
+
+def student_notebooks() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+# --- Reading a page ----------------------------------------------------------------------------------------
+
+
+class Page(html.parser.HTMLParser):
+    """What a test needs from one HTML page: links, scripts, images, and the text of cell outputs."""
+
+    def __init__(self, path: Path):
+        super().__init__(convert_charrefs=True)
+        self.path = path
+        self.links: list[str] = []  # href of every <a>
+        self.assets: list[str] = []  # src of scripts and images, href of stylesheets and icons
+        self.output_images: list[str] = []  # src of every <img> inside a cell's output
+        self.output_text: list[str] = []
+        self.code_text: list[str] = []  # the text of every <pre>
+        self._divs: list[bool] = []  # for each open <div>: does it open a cell output?
+        self._pre = 0
+        self.feed(path.read_text(encoding="utf-8"))
+
+    @property
+    def in_output(self) -> bool:
+        return any(self._divs)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "div":
+            self._divs.append("cell_output" in (a.get("class") or "").split())
+        elif tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        elif tag in ("script", "img") and a.get("src"):
+            self.assets.append(a["src"])
+            if tag == "img" and self.in_output:
+                self.output_images.append(a["src"])
+        elif tag == "link" and a.get("href") and {"stylesheet", "icon", "preload"} & set((a.get("rel") or "").split()):
+            self.assets.append(a["href"])
+        elif tag == "pre":
+            self._pre += 1
+            self.code_text.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self._divs:
+            self._divs.pop()
+        elif tag == "pre" and self._pre:
+            self._pre -= 1
+
+    def handle_data(self, data):
+        if self.in_output:
+            self.output_text.append(data)
+        if self._pre:
+            self.code_text[-1] += data
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    if not (SITE / "index.html").is_file():
+        _missing(f"the course website is not built ({SITE / 'index.html'} missing; build it with `{BUILD}`)")
+    return SITE
+
+
+@pytest.fixture(scope="module")
+def pages(built) -> dict[str, Page]:
+    """Every HTML page of the site, by its path relative to the site's root."""
+    return {p.relative_to(built).as_posix(): Page(p) for p in sorted(built.rglob("*.html")) if "_static" not in p.parts}
+
+
+def _page_of(notebook: Path) -> str:
+    return f"{site.PAGES}/{notebook.stem}.html"
+
+
+# --- The generated sources (nothing built needed) -------------------------------------------------------------
+
+
+def test_readme_rows_are_read_in_order_and_every_notebook_is_published():
+    readme = site.README.read_text(encoding="utf-8")
+    rows = site.site_rows(readme)
+    listed = [r.path for r in site.readme_rows(readme)]
+    assert listed and [r.path for r in rows][: len(listed)] == listed
+    assert sorted(r.path for r in rows) == sorted(f"notebooks/{p.name}" for p in student_notebooks())
+    assert not any("solutions" in r.path for r in rows)
+
+
+def test_a_notebook_the_readme_does_not_list_yet_is_published_after_the_others(tmp_path):
+    for name in ("01_a.ipynb", "02_b.ipynb", "15_new.ipynb"):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# Title of {name}\n\ntext")])
+        nbformat.write(nb, tmp_path / name)
+    readme = "| 02 | [B](notebooks/02_b.ipynb) | b | x |\n| 01 | [A](notebooks/01_a.ipynb) | a | x |\n"
+    rows = site.site_rows(readme, tmp_path)
+    assert [(r.number, r.title, r.path) for r in rows] == [
+        ("02", "B", "notebooks/02_b.ipynb"),
+        ("01", "A", "notebooks/01_a.ipynb"),
+        ("15", "Title of 15_new.ipynb", "notebooks/15_new.ipynb"),
+    ]
+
+
+def test_a_page_drops_tracebacks_widget_views_and_the_colab_cell_and_keeps_fallbacks():
+    widget = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+    code = nbformat.v4.new_code_cell("x", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="before\n"),
+        nbformat.v4.new_output("error", ename="NotImplementedError", evalue="Your turn", traceback=["Traceback ..."]),
+        nbformat.v4.new_output("display_data", data={site.WIDGET_VIEW: widget, "text/plain": "VBox(children=(HTML(value='Q1'),))"}),
+        nbformat.v4.new_output("display_data", data={site.WIDGET_VIEW: widget, "text/plain": "Interactive explorer: run it in Jupyter."}),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}),
+    ])  # fmt: skip
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("badges", metadata={"tags": ["course-badges"]}),
+        nbformat.v4.new_markdown_cell("# 99 · A title\n\nIntro."),
+        nbformat.v4.new_code_cell("colab", metadata={"tags": ["colab-setup"]}),
+        code,
+    ])  # fmt: skip
+    nb.metadata["widgets"] = {"state": {}}
+    path = NOTEBOOKS / "99_example.ipynb"
+    page = site.page_notebook(nb, path)
+    assert [c.source.splitlines()[0] for c in page.cells] == ["# 99 · A title", "x"]
+    binder, colab = launch_links(path)
+    assert binder in page.cells[0].source and colab in page.cells[0].source
+    outputs = page.cells[1].outputs
+    assert [o.output_type for o in outputs] == ["stream", "display_data", "display_data"]
+    assert outputs[1].data == {"text/plain": "Interactive explorer: run it in Jupyter."}
+    assert "image/png" in outputs[2].data
+    assert "widgets" not in page.metadata
+    assert len(nb.cells) == 4 and len(code.outputs) == 5, "the notebook itself is left as it was"
+
+
+def test_links_to_pages_stay_and_other_repository_links_go_to_github():
+    pages = {"notebooks/01_a.ipynb"}
+    text = "[one](notebooks/01_a.ipynb) [sol](notebooks/solutions/05_x.ipynb) [web](https://example.org) [here](#start)"
+    out = site.rewrite_links(text, "", "", pages)
+    assert "[one](notebooks/01_a.ipynb)" in out
+    assert f"[sol]({site.REPOSITORY_URL}/blob/" in out and out.count("/notebooks/solutions/05_x.ipynb)") == 1
+    assert "[web](https://example.org)" in out and "[here](#start)" in out
+    assert f"[folder]({site.REPOSITORY_URL}/tree/" in site.rewrite_links("[folder](binder/)", "", "", pages)
+
+
+def test_instructors_page_only_when_the_repository_has_one(tmp_path, monkeypatch):
+    guide = tmp_path / "INSTRUCTORS.md"
+    guide.write_text("# Teaching it\n\nSee [the solution](notebooks/solutions/05_causal_mask.ipynb) "
+                     "and [notebook 01](notebooks/01_scaled_dot_product_attention.ipynb).\n", encoding="utf-8")
+    monkeypatch.setattr(site, "INSTRUCTORS", guide)
+    docs = tmp_path / "docs"
+    site.prepare(docs)
+    page = (docs / "instructors.md").read_text(encoding="utf-8")
+    assert f"({site.REPOSITORY_URL}/blob/" in page and "(notebooks/01_scaled_dot_product_attention.ipynb)" in page
+    assert "\ninstructors\n" in (docs / "index.md").read_text(encoding="utf-8")
+    assert sorted(p.name for p in (docs / "notebooks").iterdir()) == [p.name for p in student_notebooks()]
+    guide.unlink()
+    site.prepare(docs)
+    assert not (docs / "instructors.md").exists() and "\ninstructors\n" not in (docs / "index.md").read_text(encoding="utf-8")
+
+
+# --- The built site --------------------------------------------------------------------------------------------
+
+
+def test_every_notebook_has_a_page_in_the_readme_order(pages):
+    missing = [_page_of(p) for p in student_notebooks() if _page_of(p) not in pages]
+    assert not missing, f"notebooks without a page: {missing}; rebuild the site with `{BUILD}`"
+    index = [link.split("#")[0] for link in pages["index.html"].links]
+    order = [r.path for r in site.site_rows(site.README.read_text(encoding="utf-8"))]
+    linked = [f"notebooks/{Path(p).stem}.html" for p in order]
+    first = [index.index(page) for page in linked]
+    assert first == sorted(first), "the landing page does not list the notebooks in the README's order"
+
+
+@pytest.mark.parametrize("notebook", student_notebooks(), ids=lambda p: p.stem)
+def test_a_notebook_page_shows_its_figures(pages, built, notebook):
+    page = pages.get(_page_of(notebook))
+    assert page is not None, f"no page for {notebook.name}; rebuild the site with `{BUILD}`"
+    nb = nbformat.read(notebook, as_version=4)
+    stored = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs if set(IMAGE_TYPES) & set(o.get("data", {})))
+    assert stored > 0, f"{notebook.name} stores no figure"
+    assert len(page.output_images) == stored, f"{notebook.name}: {stored} stored figures, {len(page.output_images)} on its page"
+    for src in page.output_images:
+        image = (page.path.parent / src).resolve()
+        assert image.is_file() and image.stat().st_size > 100, f"{notebook.name}: figure {src} missing or empty"
+
+
+def test_no_page_shows_a_traceback_or_a_widget_repr(pages):
+    bad = {}
+    for name, page in pages.items():
+        text = "".join(page.output_text)
+        found = TRACEBACK.search(text) or WIDGET_REPR.search(text)
+        html_text = page.path.read_text(encoding="utf-8")
+        if found:
+            bad[name] = text[max(0, found.start() - 100) : found.end() + 100]
+        elif re.search(r'class="[^"]*\btraceback\b|application/vnd\.jupyter\.widget-(view|state)\+json', html_text):
+            bad[name] = "a traceback block or a widget view in the HTML"
+    assert not bad, f"pages that show an error or a raw widget: {bad}"
+
+
+def test_no_page_shows_a_path_of_the_machine_that_built_it(built):
+    files = [p for p in built.rglob("*") if p.suffix in (".html", ".js", ".txt", ".ipynb") and "_static" not in p.parts]
+    bad = {}
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if m := MACHINE_PATH.search(text):
+            bad[path.relative_to(built).as_posix()] = text[max(0, m.start() - 80) : m.end() + 80]
+    assert not bad, f"machine paths in the site: {bad}"
+
+
+@pytest.mark.parametrize("notebook", student_notebooks(), ids=lambda p: p.stem)
+def test_launch_links_open_this_very_notebook(pages, notebook):
+    page = pages[_page_of(notebook)]
+    launch = [link for link in page.links if LAUNCH.match(link)]
+    expected = set(launch_links(notebook))
+    assert set(launch) == expected, f"{notebook.name}: launch links {sorted(set(launch))}, expected {sorted(expected)}"
+    assert all(launch.count(url) >= 2 for url in expected), "each link should be in the header's launch menu and under the title"
+
+
+def test_the_landing_page_launches_every_notebook(pages):
+    launch = {link for link in pages["index.html"].links if LAUNCH.match(link)}
+    assert launch == {url for nb in student_notebooks() for url in launch_links(nb)}
+
+
+def test_solutions_are_not_published(built, pages):
+    assert not [p for p in built.rglob("*") if "solutions" in p.relative_to(built).parts], "a solutions folder in the site"
+    for solution in sorted(SOLUTIONS.glob("*.ipynb")):
+        # The exercise's page is its student version: one stub where the solution has each answer
+        # (tests/test_student_notebooks.py checks that a student version leaks no solution).
+        regions = sum(c.source.count(BEGIN) for c in nbformat.read(solution, as_version=4).cells)
+        code = "\n".join(pages[_page_of(solution)].code_text)
+        assert code.count(STUB) == regions, f"the page of {solution.name} is not its student version"
+
+
+def test_nothing_is_loaded_from_the_network(built, pages):
+    remote = {name: a for name, page in pages.items() for a in page.assets if re.match(r"^(https?:)?//", a)}
+    assert not remote, f"pages that load scripts, styles or images from the network: {remote}"
+    assert (built / "_static" / "mathjax" / "tex-chtml.js").is_file(), "MathJax is not served by the site"
+
+
+# --- In a real browser --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(built):
+    """The built site over HTTP on loopback (127.0.0.1, a free port), as a web server would serve it."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    chromium = next((shutil.which(c) for c in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser") if c and shutil.which(c)), None)
+    if chromium is None:
+        _missing("Chromium is not installed (Debian: apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the Python package playwright is not installed")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=chromium, headless=True, args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900}
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def test_a_page_draws_its_figures_and_formulas_in_chromium(browser, server):
+    notebook = student_notebooks()[0]
+    page = browser.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    try:
+        page.goto(f"{server}/{_page_of(notebook)}", wait_until="load")
+        # MathJax typesets after the page has loaded: one <mjx-container> per formula.
+        try:
+            page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
+        except Exception:  # playwright's TimeoutError: counted below
+            pass
+        page.wait_for_load_state("networkidle")
+        formulas = page.locator("mjx-container").count()
+        figures = page.locator("div.cell_output img")
+        widths = figures.evaluate_all("imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
+        unrendered = page.locator("div.math, span.math").filter(has_not=page.locator("mjx-container")).count()
+        page.screenshot(path=str(SCREENSHOT_DIR / f"site_test_{notebook.stem}.png"))
+        if widths:
+            figures.first.scroll_into_view_if_needed()
+            page.screenshot(path=str(SCREENSHOT_DIR / f"site_test_{notebook.stem}_figure.png"))
+    finally:
+        page.close()
+    assert formulas > 0, "MathJax rendered no formula"
+    assert unrendered == 0, f"{unrendered} formulas left as TeX source"
+    assert widths and all(w > 0 for w in widths), f"figures not drawn (natural widths {widths})"
+    remote = [url for url in requests if not url.startswith(server)]
+    assert not remote, f"the page fetched from the network: {remote}"
