@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from .report import Hint, expect_tensor, report
+from .report import Hint, call, expect_tensor, generator, report
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
@@ -20,12 +20,7 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
 
 def _call(fn: Callable, args: tuple, where: str):
     copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-    try:
-        result = fn(*copies)
-    except NotImplementedError:
-        raise
-    except Exception as err:  # the student's code crashed on this case: name the case
-        raise Hint(f"with {where} your code raised {type(err).__name__}: {err}") from None
+    result = call(fn, *copies, case=where)  # not done / the student's crash, named with the case
     for i, (before, after) in enumerate(zip(args, copies)):
         if isinstance(before, torch.Tensor) and not torch.equal(before, after):
             raise Hint(f"with {where} your function changed its input number {i + 1} in place "
@@ -95,8 +90,8 @@ def _check_qkv_once(fn, X, W_q, W_k, W_v) -> None:
         raise Hint("the weights are right but the output is not: output = weights @ (X @ W_v).")
 
 
-def _check_qkv_head(fn) -> None:
-    g = torch.Generator().manual_seed(101)
+def _check_qkv_head(fn, seed: int) -> None:
+    g = generator(seed)  # hidden random cases; a failure prints the seed that repeats them
     # 6 tokens, d = 8 -> d_k = 3, d_v = 5 first (no two sizes coincide, so hints are unambiguous);
     # then the slides' sizes (d = 4 -> d_k = d_v = 2), one token, and a large case.
     cases = [(6, 8, 3, 5), (3, 4, 2, 2), (1, 4, 2, 2), (50, 64, 16, 16)]  # (n, d, d_k, d_v)
@@ -110,12 +105,12 @@ def _check_qkv_head(fn) -> None:
     _check_qkv_once(fn, X, *W)
 
 
-def check_qkv_head(fn) -> bool:
+def check_qkv_head(fn, seed: int | None = None):
     """Check ``fn(X, W_q, W_k, W_v) -> (output, weights)``: one self-attention head with learned projections.
 
     ``X`` is ``(n, d)`` or ``(B, n, d)``; ``W_q``, ``W_k`` are ``(d, d_k)``; ``W_v`` is ``(d, d_v)``.
     """
-    return report("qkv_head", lambda: _check_qkv_head(fn))
+    return report("qkv_head", lambda s: _check_qkv_head(fn, s), seed)
 
 
 # ------------------------------------------------------------------ masked_softmax (lesson 01b)
@@ -178,8 +173,8 @@ def _check_masked_softmax_once(fn, scores, mask, what: str) -> None:
                f"(largest difference {diff:.3g}).")
 
 
-def _check_masked_softmax(fn) -> None:
-    g = torch.Generator().manual_seed(202)
+def _check_masked_softmax(fn, seed: int) -> None:
+    g = generator(seed)  # hidden random cases; a failure prints the seed that repeats them
     # 1. One query row, 5 keys, two blocked.
     s = torch.randn(1, 5, generator=g)
     _check_masked_softmax_once(fn, s, torch.tensor([[True, False, True, True, False]]), "one row")
@@ -207,12 +202,12 @@ def _check_masked_softmax(fn) -> None:
     _check_masked_softmax_once(fn, s, mask, "64 queries, 300 keys, float64")
 
 
-def check_masked_softmax(fn) -> bool:
+def check_masked_softmax(fn, seed: int | None = None):
     """Check ``fn(scores, mask) -> weights``: softmax over the allowed keys (mask True), zeros on rows with none.
 
     ``scores`` is ``(..., n, m)``; ``mask`` is bool, broadcastable to it, True = may attend.
     """
-    return report("masked_softmax", lambda: _check_masked_softmax(fn))
+    return report("masked_softmax", lambda s: _check_masked_softmax(fn, s), seed)
 
 
 # ------------------------------------------------------------------ split_heads (lesson 03)
@@ -260,12 +255,12 @@ def _check_split_once(fn, x, h) -> None:
                f"x[b, t, i*d_k:(i+1)*d_k].")
 
 
-def _check_split_heads(fn) -> None:
-    g = torch.Generator().manual_seed(303)
+def _check_split_heads(fn, seed: int) -> None:
+    g = generator(seed)  # hidden random cases; a failure prints the seed that repeats them
     for B, T, d, h in [(2, 5, 64, 8), (1, 1, 6, 3), (3, 7, 12, 4), (2, 4, 8, 1), (2, 3, 8, 8), (4, 33, 512, 16)]:
         _check_split_once(fn, torch.randn(B, T, d, generator=g), h)
 
 
-def check_split_heads(fn) -> bool:
+def check_split_heads(fn, seed: int | None = None):
     """Check ``fn(x, num_heads)``: ``(B, T, d_model) -> (B, h, T, d_k)``, head i = features i*d_k..(i+1)*d_k-1."""
-    return report("split_heads", lambda: _check_split_heads(fn))
+    return report("split_heads", lambda s: _check_split_heads(fn, s), seed)
