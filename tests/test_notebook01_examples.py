@@ -16,7 +16,11 @@ import torch
 
 from course_utils import AdditiveScore, causal_mask, dot_scores, scaled_dot_product_attention
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01_scaled_dot_product_attention.ipynb"
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+# Lesson 01's worked examples now live in 01 and 01b (solutions hold the outputs) and the scores in 04.
+NOTEBOOKS = [NOTEBOOK_DIR / "solutions" / "01_scaled_dot_product_attention.ipynb",
+             NOTEBOOK_DIR / "solutions" / "01b_scaling_and_masks.ipynb",
+             NOTEBOOK_DIR / "04_seq2seq_with_attention.ipynb"]
 
 
 def softmax(row):
@@ -47,9 +51,9 @@ def t(x):
 
 @pytest.fixture(scope="module")
 def stored_outputs():
-    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     texts = []
-    for cell in nb["cells"]:
+    cells = [c for path in NOTEBOOKS for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    for cell in cells:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
                 texts.append("".join(out["text"]))

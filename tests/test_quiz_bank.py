@@ -176,7 +176,7 @@ def test_shapes_in_the_attention_formula_and_in_cross_attention():
 
 def test_fully_masked_row_with_minus_infinity_is_nan():
     assert torch.softmax(torch.full((5,), float("-inf")), dim=-1).isnan().all()
-    right, _ = _right_and_wrong(_question("01", "every key of one query is blocked"))
+    right, _ = _right_and_wrong(_question("01b", "every key of one query is blocked"))
     assert "NaN" in right
 
 
@@ -228,7 +228,7 @@ def test_temperature_keeps_the_order_and_flattens():
 
 
 def test_unknown_notebook_names_the_available_keys():
-    with pytest.raises(ValueError, match=r"no quiz for notebook '99'.*available: \['01', '02'"):
+    with pytest.raises(ValueError, match=r"no quiz for notebook '99'.*available: \['01', '01b', '02'"):
         load_quiz("99")
 
 
