@@ -67,9 +67,12 @@ def test_the_generator_marks_cells_that_use_a_task_directly_or_through_names():
         "print(z)",  # z comes from a dependent cell too
         "y = 1\nprint(y)",  # binds y itself: independent
         "for name in ['a']:\n    print(name)",  # a loop variable of its own
+        "def show(z):\n    return z\nshow(z)",  # a parameter named like a tainted global: the cell still reads z
+        "def later():\n    return f(1)",  # a function body that calls the task
     )]
     add_needs_lines(cells)
     firsts = [c.source.splitlines()[0] for c in cells]
     assert firsts[1] == "check_f(f)"
     assert firsts[2] == firsts[3] == firsts[4] == "# needs task 1 (f)"
     assert not firsts[5].startswith("# needs") and not firsts[6].startswith("# needs")
+    assert firsts[7] == firsts[8] == "# needs task 1 (f)"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import symtable
 
 import nbformat
 
@@ -78,12 +79,19 @@ def _defined(tree: ast.Module) -> set[str]:
     return names
 
 
-def _used(tree: ast.Module) -> set[str]:
-    """Names a cell reads and does not bind anywhere itself: what it takes from earlier cells."""
-    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    bound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | _defined(tree)
-    return loaded - bound
+def _used(source: str) -> set[str]:
+    """Names a cell takes from earlier cells: read at its top level, or as globals inside its functions
+    and comprehensions, and not bound at its top level (``symtable`` knows each scope's names)."""
+    table = symtable.symtable(source, "<cell>", "exec")
+    top = {s.get_name(): s for s in table.get_symbols()}
+    bound = {name for name, s in top.items() if s.is_assigned() or s.is_imported()}
+    used = {name for name, s in top.items() if s.is_referenced()}
+    todo = list(table.get_children())
+    while todo:
+        scope = todo.pop()
+        used |= {s.get_name() for s in scope.get_symbols() if s.is_referenced() and s.is_global()}
+        todo.extend(scope.get_children())
+    return used - bound
 
 
 def _stubbed(tree: ast.Module) -> set[str]:
@@ -119,7 +127,7 @@ def add_needs_lines(cells: list) -> None:
             for name in stubbed:
                 depends[name] = {name: task}
             continue
-        used = _used(tree)
+        used = _used(cell.source)
         needs: dict[str, int] = {}
         for name in used & depends.keys():
             needs.update(depends[name])
