@@ -20,6 +20,9 @@ from .core.scores import AdditiveScore, MultiplicativeScore, dot_scores, scaled_
 from .helpers.plotting import plot_attention, plot_attention_grid
 from .models.data_files import data_path, load_token_features
 from .models.repro import get_device, seed_everything
+from .helpers import tasks as _tasks
+
+_tasks.enable()  # in a notebook: cells of unfinished tasks print one line instead of a traceback
 
 __all__ = [
     "AdditiveScore",

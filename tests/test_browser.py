@@ -42,8 +42,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# One course notebook with an interactive explorer (its sentence explorer's word buttons).
-BROWSER_NOTEBOOKS: list[tuple[str, bool]] = [("notebooks/02_attention_heatmaps.ipynb", True)]  # (path, shows widgets)
+# One course notebook with an interactive explorer (its sentence explorer's word buttons), and one
+# fresh student notebook: no task done, Run All must still reach its last cell without an error.
+STUDENT_NOTEBOOK = "notebooks/05_causal_mask.ipynb"
+BROWSER_NOTEBOOKS: list[tuple[str, bool]] = [  # (path, shows widgets)
+    ("notebooks/02_attention_heatmaps.ipynb", True),
+    (STUDENT_NOTEBOOK, False),
+]
 
 
 def _has_stored_widgets(rel: str) -> bool:
@@ -158,6 +163,9 @@ def lab(tmp_path_factory):
                 cell.outputs, cell.execution_count = [], None
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, root / rel)
+    # The student notebook once more with its stored outputs: what a student sees before running anything.
+    (root / "stored").mkdir()
+    shutil.copy(ROOT / STUDENT_NOTEBOOK, root / "stored" / Path(STUDENT_NOTEBOOK).name)
     if (ROOT / "data").is_dir():
         shutil.copytree(ROOT / "data", root / "data")
     nbformat.write(failing_notebook(), root / "failing.ipynb")
@@ -350,6 +358,23 @@ def test_notebook_runs_in_jupyterlab_and_widgets_render(browser_context, lab, no
                 page.screenshot(path=str(result["screenshot"]), full_page=True)
         widget_errors = [e for e in console_errors if "widget" in e.lower()]
         assert not widget_errors, f"the browser console reports widget errors: {widget_errors}"
+    finally:
+        page.close()
+
+
+def test_a_fresh_student_notebook_opens_without_tracebacks_or_raw_widget_text(browser_context, lab):
+    """Before Run All: the stored outputs, as JupyterLab shows them without a kernel having run anything."""
+    page = browser_context.new_page()
+    try:
+        page.goto(f"{lab.url}/lab/tree/stored/{Path(STUDENT_NOTEBOOK).name}?reset&token={lab.token}")
+        page.wait_for_selector(f"{NOTEBOOK} .jp-OutputArea-output", timeout=PAGE_TIMEOUT * 1000)
+        outputs = page.locator(f"{NOTEBOOK} .jp-OutputArea-output")
+        assert outputs.count() > 5, "the stored outputs are not shown"
+        assert not page.evaluate(ERRORS_JS), "a stored traceback is shown"
+        raw = outputs.filter(has_text=re.compile(r"VBox\(children|HBox\(children"))
+        assert raw.count() == 0, f"a raw widget repr is shown: {raw.first.inner_text()[:80]!r}"
+        assert outputs.filter(has_text="not done yet: write").count() > 0, "no cell says which task is missing"
+        page.screenshot(path=str(SCREENSHOT_DIR / "browser_test_student_stored.png"), full_page=True)
     finally:
         page.close()
 

@@ -98,3 +98,68 @@ def test_bad_inputs_name_shapes():
         mha(torch.randn(2, 3, 8), torch.randn(3, 4, 8), torch.randn(3, 4, 8))
     with pytest.raises(ValueError, match="does not broadcast"):
         mha(torch.randn(2, 3, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 8), torch.ones(3, 3, dtype=torch.bool))
+
+
+# --- Attention dropout (issue 18) ----------------------------------------------------------------
+
+
+def test_dropout_is_off_in_eval_mode_and_matches_torch_with_the_same_dropout():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4, dropout=0.3).double().eval()
+    ref = to_torch_multihead(mha)
+    assert ref.dropout == 0.3 and not ref.training
+    x, memory = torch.randn(2, 5, 16, dtype=torch.float64), torch.randn(2, 7, 16, dtype=torch.float64)
+    for q, kv, mask in ((x, x, causal_mask(5)), (x, memory, None)):
+        out, weights = mha(q, kv, kv, mask)
+        ref_out, ref_weights = ref(q, kv, kv, attn_mask=None if mask is None else ~mask, average_attn_weights=False)
+        torch.testing.assert_close(out, ref_out)
+        torch.testing.assert_close(weights, ref_weights)
+        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=torch.float64))
+    torch.testing.assert_close(mha(x, x, x)[0], mha(x, x, x)[0], atol=0, rtol=0)  # no randomness in eval mode
+
+
+def test_training_mode_zeroes_weights_and_scales_the_kept_ones_by_one_over_one_minus_p():
+    p = 0.25
+    torch.manual_seed(1)
+    mha = MultiHeadAttention(16, 4, dropout=p).double()
+    x = torch.randn(8, 7, 16, dtype=torch.float64)
+    with torch.no_grad():
+        _, w_eval = mha.eval()(x, x, x)
+        out, w = mha.train()(x, x, x)
+    dropped = w == 0
+    torch.testing.assert_close(w[~dropped], w_eval[~dropped] / (1 - p))
+    assert not torch.allclose(w.sum(-1), torch.ones(w.shape[:-1], dtype=torch.float64))  # rows no longer sum to 1
+    # the returned weights are the ones applied to the values
+    V = mha.split_heads(mha.W_v(x))
+    torch.testing.assert_close(out, mha.W_o(mha.merge_heads(w @ V)))
+    # about a share p of the weights is dropped: within 5 standard deviations of a binomial count
+    count, total = dropped.sum().item(), dropped.numel()
+    assert abs(count - p * total) < 5 * (total * p * (1 - p)) ** 0.5, (count, total)
+
+
+def test_the_mean_output_over_many_seeded_draws_is_unchanged():
+    # E[dropout(w)] = w and the output is linear in the weights, so the mean output is the eval output.
+    p, draws = 0.2, 4000
+    torch.manual_seed(2)
+    mha = MultiHeadAttention(8, 2, dropout=p).double()
+    x = torch.randn(1, 5, 8, dtype=torch.float64)
+    with torch.no_grad():
+        expected, _ = mha.eval()(x, x, x)
+        outs, _ = mha.train()(*(x.expand(draws, 5, 8),) * 3)  # one independent dropout draw per batch row
+    standard_error = outs.std(dim=0) / draws**0.5
+    z = (outs.mean(dim=0) - expected[0]) / standard_error
+    assert z.abs().max().item() < 5, z.abs().max().item()
+    assert (outs.std(dim=0) > 0).all()  # the draws do differ
+
+
+def test_dropout_keeps_fully_masked_rows_at_zero_and_p_zero_changes_nothing():
+    torch.manual_seed(3)
+    mha = MultiHeadAttention(8, 2, dropout=0.5)
+    x = torch.randn(2, 4, 8)
+    mask = torch.tensor([[True, True, False, False], [False] * 4])[:, None, :].expand(2, 4, 4)
+    _, w = mha(x, x, x, mask)
+    assert (w[1] == 0).all() and torch.isfinite(w).all()
+    plain = MultiHeadAttention(8, 2)
+    plain.load_state_dict(mha.state_dict())
+    assert plain.dropout == 0.0
+    torch.testing.assert_close(plain(x, x, x)[0], mha.eval()(x, x, x)[0])

@@ -83,4 +83,7 @@ def test_every_notebook_starts_with_its_badges_and_the_colab_cell():
         assert nb.cells[0].source == badges(path), f"{path.name}: badges missing or stale"
         first_code = next(c for c in nb.cells if c.cell_type == "code")
         assert first_code.source == COLAB_SETUP, f"{path.name}: first code cell is not the Colab set-up cell"
+        assert first_code.metadata.get("jupyter", {}).get("source_hidden") and first_code.metadata.get("cellView") == "form", (
+            f"{path.name}: the Colab set-up cell is not collapsed"
+        )
         assert first_code.outputs == [], f"{path.name}: the Colab cell printed something"

@@ -46,7 +46,10 @@ def test_readme_commands_are_the_ones_ci_runs():
     assert install in readme and install in ci
     assert "jupyter lab" in readme
     assert re.search(r"^pytest$", readme, re.M), "README must give `pytest` as the test command"
-    assert re.search(r"^\s*pytest\b", ci, re.M), ".ci/run must run the README's `pytest`"
+    assert re.search(r"^\s*(run_pytest )?pytest$", ci, re.M), ".ci/run must run the README's `pytest`"
+    other_paths = "taskset -c 0 env MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default pytest notebooks"
+    assert other_paths in ci, ".ci/run must run the notebooks again under other CPU math paths"
+    assert other_paths in readme
     assert "python -m course_utils.tooling.nbtools execute" in readme
 
 

@@ -3,6 +3,7 @@
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -183,3 +184,97 @@ def test_all_supports_enumerated_agree_with_sparsemax():
                     found.append([max(z[j].item() - tau, 0.0) if j in S else 0.0 for j in range(4)])
         assert found, z
         torch.testing.assert_close(sparsemax(z), torch.tensor(found[0], dtype=torch.float64))
+
+
+# --- Numerics and gradients held against a float64 NumPy oracle (issues 11 and 13) -------------------
+
+
+def _oracle(z: np.ndarray, allowed: np.ndarray | None = None) -> np.ndarray:
+    """float64 sparsemax of each row by bisection on tau (no sorting), written apart from the package.
+
+    Masked keys (allowed False) take no part and get 0; a fully masked row gets zeros.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    allowed = np.ones(z.shape, bool) if allowed is None else np.broadcast_to(allowed, z.shape)
+    zz = np.where(allowed, z, -np.inf)
+    top = zz.max(axis=-1, keepdims=True)
+    zz = zz - np.where(np.isfinite(top), top, 0.0)  # shift-invariant; the top allowed score is now 0
+    lo, hi = np.full(top.shape, -1.0), np.zeros(top.shape)  # sum(max(z - tau, 0)) is >= 1 at -1 and 0 at 0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        over = np.maximum(zz - mid, 0.0).sum(axis=-1, keepdims=True) > 1.0
+        lo, hi = np.where(over, mid, lo), np.where(over, hi, mid)
+    return np.where(allowed, np.maximum(zz - (lo + hi) / 2, 0.0), 0.0)
+
+
+def _oracle_jacobian(z: np.ndarray) -> np.ndarray:
+    """Closed form (Martins & Astudillo 2016): diag(s) - s s^T / |S|, s = 1 on the oracle's support."""
+    s = (_oracle(z) > 1e-12).astype(np.float64)
+    return np.diag(s) - np.outer(s, s) / s.sum()
+
+
+@pytest.mark.parametrize(
+    "dtype, largest",
+    [(torch.float32, 3e7), (torch.float32, 1e8), (torch.float32, 1e30), (torch.float16, 4e3), (torch.float16, 1e4), (torch.bfloat16, 3e4)],
+)
+def test_masked_sparsemax_with_a_huge_largest_score(dtype, largest):
+    # Before the fix, "largest - 2" rounded back to "largest": a masked key tied with the best one.
+    g = torch.Generator().manual_seed(0)
+    scores = (largest - 4 * torch.randint(0, 3, (64, 6), generator=g)).to(dtype)
+    scores[:, 0] = largest
+    mask = torch.rand(64, 6, generator=g) < 0.6
+    mask[:, 0] = True
+    w = sparsemax(scores, mask)
+    assert (w[~mask] == 0).all()
+    torch.testing.assert_close(w.double().sum(-1), torch.ones(64, dtype=torch.float64), atol=1e-2, rtol=0)
+    expected = _oracle(scores.double().numpy(), mask.numpy())
+    torch.testing.assert_close(w.double(), torch.from_numpy(expected), atol=1e-2 if dtype != torch.float32 else 1e-6, rtol=0)
+
+
+def test_sparsemax_matches_the_oracle_with_masks_and_fully_masked_rows():
+    g = torch.Generator().manual_seed(1)
+    scores = torch.randn(500, 7, generator=g, dtype=torch.float64) * 2
+    mask = torch.rand(500, 7, generator=g) < 0.5
+    mask[:5] = False
+    w = sparsemax(scores, mask)
+    torch.testing.assert_close(w, torch.from_numpy(_oracle(scores.numpy(), mask.numpy())), atol=1e-12, rtol=0)
+    assert (w[:5] == 0).all() and (w[~mask] == 0).all()
+
+
+def test_gradient_at_a_tie_with_the_threshold():
+    # z = [2, 1, 0, 0]: tau = 1 exactly, so key 1 sits on the threshold with weight 0.
+    z = torch.tensor([2.0, 1.0, 0.0, 0.0], dtype=torch.float64)
+    jac = torch.autograd.functional.jacobian(sparsemax, z)
+    assert jac.tolist() == [[0.0] * 4] * 4  # support {0}: the weight is 1 whatever z does nearby
+    torch.testing.assert_close(jac, torch.from_numpy(_oracle_jacobian(z.numpy())))
+
+
+def test_jacobian_on_tied_integer_scores_matches_the_closed_form_oracle():
+    g = torch.Generator().manual_seed(2)
+    rows = torch.randint(-3, 4, (300, 5), generator=g).double()  # integer scores: many ties with tau
+    for z in rows:
+        jac = torch.autograd.functional.jacobian(sparsemax, z)
+        torch.testing.assert_close(jac, torch.from_numpy(_oracle_jacobian(z.numpy())), atol=0, rtol=0)
+
+
+def test_the_row_sum_gets_exactly_zero_gradient_and_dropped_keys_get_none():
+    g = torch.Generator().manual_seed(3)
+    z = torch.randint(-3, 4, (10_000, 6), generator=g).float().requires_grad_(True)
+    w = sparsemax(z)
+    (grad_sum,) = torch.autograd.grad(w.sum(), z, retain_graph=True)
+    assert (grad_sum == 0).all()  # the row sum is the constant 1
+    upstream = torch.randn(10_000, 6, generator=g)
+    (grad,) = torch.autograd.grad(w, z, upstream)
+    assert (grad[w == 0] == 0).all()  # a key with weight 0 gets no gradient, ties included
+    # masked keys too, and the gradient only moves the allowed keys
+    mask = torch.rand(10_000, 6, generator=g) < 0.7
+    (grad,) = torch.autograd.grad(sparsemax(z, mask), z, upstream)
+    assert (grad[~mask] == 0).all()
+
+
+def test_gradcheck_away_from_ties():
+    g = torch.Generator().manual_seed(4)
+    z = (torch.randn(8, 5, generator=g, dtype=torch.float64) * 3).requires_grad_(True)
+    mask = torch.rand(8, 5, generator=g) < 0.7
+    assert torch.autograd.gradcheck(lambda s: sparsemax(s), (z,))
+    assert torch.autograd.gradcheck(lambda s: sparsemax(s, mask), (z,))

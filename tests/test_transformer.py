@@ -4,6 +4,7 @@ import itertools
 import math
 
 import pytest
+import numpy as np
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
@@ -253,3 +254,46 @@ def test_block_uses_the_course_multihead_and_rejects_bad_input():
         TransformerBlock(10, 3, 16)
     with pytest.raises(ValueError):
         TransformerBlock(8, 2, 0)
+
+
+# --- Sinusoidal encodings in low precision, held against a float64 NumPy oracle (issue 11) -------------
+
+
+def _sinusoidal_oracle(num_positions: int, d_model: int, base: float = 10000.0) -> np.ndarray:
+    p = np.arange(num_positions, dtype=np.float64)[:, None]
+    angles = p * base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+    out = np.empty((num_positions, d_model))
+    out[:, 0::2], out[:, 1::2] = np.sin(angles), np.cos(angles)
+    return out
+
+
+# float32 angles p * w lose about p * 6e-8 (1.2e-4 at p = 2048); float16 and bfloat16 are computed in float32
+# and rounded once at the end (half a unit in the last place: 5e-4 and 4e-3 near 1).
+@pytest.mark.parametrize("dtype, atol", [(torch.float64, 1e-12), (torch.float32, 1.5e-4), (torch.float16, 1e-3), (torch.bfloat16, 4.5e-3)])
+def test_sinusoidal_encoding_in_every_dtype_matches_the_float64_oracle(dtype, atol):
+    pe = sinusoidal_positional_encoding(2048, 16, dtype=dtype)
+    assert pe.dtype == dtype
+    expected = torch.from_numpy(_sinusoidal_oracle(2048, 16))
+    assert (pe.double() - expected).abs().max().item() < atol
+
+
+def test_bfloat16_positions_256_and_257_get_different_encodings():
+    pe = sinusoidal_positional_encoding(300, 8, dtype=torch.bfloat16)
+    assert not torch.equal(pe[256], pe[257])
+    x = torch.zeros(1, 300, 8, dtype=torch.bfloat16)
+    out = SinusoidalPositionalEncoding(8)(x)
+    assert out.dtype == torch.bfloat16 and torch.equal(out[0], pe)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_block_passes_attention_dropout_through(norm_first):
+    torch.manual_seed(0)
+    block = TransformerBlock(8, 2, 16, norm_first=norm_first, dropout=0.2).double()
+    assert block.attn.dropout == 0.2
+    layer = to_torch_encoder_layer(block.eval()).eval()
+    assert layer.self_attn.dropout == 0.2
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    torch.testing.assert_close(block(x, causal_mask(5))[0], layer(x, src_mask=~causal_mask(5)))
+    block.train()
+    (_, w1), (_, w2) = block(x), block(x)
+    assert not torch.equal(w1, w2)  # fresh dropout draws in training mode

@@ -17,16 +17,17 @@ import torch
 from torch import Tensor
 
 from .masks import check_mask
-from .validation import shape_of
+from .validation import require_probability, require_same_device_and_dtype, require_tensor, shape_of
 
 
 def check_qkv(Q: Tensor, K: Tensor, V: Tensor | None = None) -> None:
     """Check that ``Q (..., n, d_k)``, ``K (..., m, d_k)`` and ``V (..., m, d_v)`` fit.
 
-    Raises ValueError naming the shapes it got.
+    Raises TypeError for a non-tensor, ValueError naming the shapes (dtypes, devices) it got.
     """
     named = {"Q": Q, "K": K} if V is None else {"Q": Q, "K": K, "V": V}
     for name, t in named.items():
+        require_tensor(name, t, floating=True)
         if t.dim() < 2:
             raise ValueError(f"{name} must have at least 2 dimensions (..., length, features), got shape {shape_of(t)}")
     if Q.shape[-1] != K.shape[-1]:
@@ -46,10 +47,11 @@ def check_qkv(Q: Tensor, K: Tensor, V: Tensor | None = None) -> None:
             "the leading (batch/head) dimensions of Q, K, V do not broadcast: "
             + ", ".join(f"{k} {shape_of(t)}" for k, t in named.items())
         ) from None
+    require_same_device_and_dtype(**named)
 
 
 def scaled_dot_product_attention(
-    Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None = None
+    Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
 ) -> tuple[Tensor, Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V, returning ``(output, weights)``.
 
@@ -57,24 +59,30 @@ def scaled_dot_product_attention(
         Q: queries ``(..., n, d_k)``.
         K: keys ``(..., m, d_k)``.
         V: values ``(..., m, d_v)``.
-        mask: optional, broadcastable to ``(..., n, m)``; True (or 1) = may attend.
+        mask: optional, broadcastable to ``(..., n, m)``, on the device of Q; True (or 1) = may attend.
+        dropout_p: attention dropout, ``0 <= p < 1``: each weight is zeroed with probability p and the
+            kept ones are scaled by ``1 / (1 - p)`` (as ``F.scaled_dot_product_attention(dropout_p=p)``).
 
     Returns:
         output ``(..., n, d_v)`` and weights ``(..., n, m)``; each weight row sums
         to 1, except a row whose keys are all masked: its weights and its output
         are zero (as in PyTorch's ``F.scaled_dot_product_attention``), never NaN.
+        With dropout the weights returned are the ones used, after dropout: rows no longer sum to 1.
     """
     check_qkv(Q, K, V)
+    require_probability("dropout_p", dropout_p)
     d_k = Q.shape[-1]
     # Scaling Q (n x d_k numbers) is cheaper than scaling the scores (n x m numbers).
     scores = (Q / math.sqrt(d_k)) @ K.transpose(-2, -1)  # (..., n, m)
     if mask is None:
         weights = torch.softmax(scores, dim=-1)
     else:
-        mask = check_mask(mask, scores.shape)
+        mask = check_mask(mask, scores.shape, device=scores.device)
         # The most negative finite number instead of -inf: a fully masked row
         # then gives a finite (uniform) softmax, which the multiplication by the
         # mask turns into zeros, with no NaN in the forward or backward pass.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
         weights = torch.softmax(scores, dim=-1) * mask
+    if dropout_p > 0:
+        weights = torch.nn.functional.dropout(weights, dropout_p)
     return weights @ V, weights

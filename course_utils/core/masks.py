@@ -7,18 +7,28 @@ uses the opposite, True = blocked: pass it ``~mask``.)
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import torch
 from torch import Tensor
 
-from .validation import require_positive, shape_of
+from .validation import require_positive, require_tensor, shape_of
 
 
-def check_mask(mask: Tensor, scores_shape: torch.Size) -> Tensor:
+def check_mask(mask: Tensor, scores_shape: torch.Size, device: torch.device | None = None) -> Tensor:
     """Return ``mask`` as a bool tensor after checking it broadcasts to ``scores_shape`` ``(..., n, m)``.
 
     Accepts bool masks and integer masks holding only 0 and 1 (1 = may attend). A floating-point
-    mask is refused: it could be an additive ``0 / -inf`` mask, the other convention.
+    mask is refused: it could be an additive ``0 / -inf`` mask, the other convention. A mask on
+    another ``device`` than the scores' is refused too (not moved behind your back): build it
+    there, e.g. ``causal_mask(n, device=x.device)``.
     """
+    require_tensor("mask", mask)
+    if device is not None and mask.device != torch.device(device):
+        raise ValueError(
+            f"mask is on device {mask.device} but the attention scores are on {device}: "
+            f"create it there (causal_mask(n, device=...)) or move it with mask.to({str(device)!r})"
+        )
     if mask.dtype.is_floating_point or mask.dtype.is_complex:
         raise ValueError(
             f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype} with shape {shape_of(mask)}; "
@@ -33,18 +43,20 @@ def check_mask(mask: Tensor, scores_shape: torch.Size) -> Tensor:
             f"mask of shape {shape_of(mask)} does not broadcast to the attention scores' shape "
             f"{tuple(scores_shape)} (..., n queries, m keys)"
         )
-    if mask.dtype != torch.bool:
+    if mask.dtype != torch.bool and mask.device.type != "meta":
         if not ((mask == 0) | (mask == 1)).all():
             raise ValueError(
                 f"an integer mask must hold only 0 and 1 (1 = may attend), got values {sorted(mask.unique().tolist())[:6]} "
                 f"in shape {shape_of(mask)}; note that ~ on an int mask gives -1/-2, not 1/0: use a bool mask"
             )
-        mask = mask == 1
-    return mask
+    return mask if mask.dtype == torch.bool else mask == 1
 
 
 def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
-    """``(n, n)`` bool mask, True on and below the diagonal: query i may attend to keys 0..i."""
+    """``(n, n)`` bool mask, True on and below the diagonal: query i may attend to keys 0..i.
+
+    ``device``: where to build it; pass your inputs' device (``causal_mask(T, device=x.device)``).
+    """
     require_positive(n=n)
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
@@ -61,6 +73,9 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
         over the queries of ``(B, n, m)`` scores; ``MultiHeadAttention`` also
         broadcasts it over heads.
     """
+    require_tensor("tokens", tokens)
+    if isinstance(pad_id, bool) or not isinstance(pad_id, Integral):
+        raise ValueError(f"pad_id must be an integer token id, got {pad_id!r}")
     if tokens.dim() != 2:
         raise ValueError(f"tokens must have shape (B, m), got shape {shape_of(tokens)}")
     return (tokens != pad_id).unsqueeze(1)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .validation import require_tensor
+
 
 def attention_entropy(weights: Tensor) -> Tensor:
     """Entropy ``H = -sum_j a_j log a_j`` (nats) of each attention row.
@@ -16,8 +18,7 @@ def attention_entropy(weights: Tensor) -> Tensor:
         ``(..., n)``: 0 for a row that puts all weight on one key, ``log m`` for a
         uniform row. ``0 log 0`` counts as 0.
     """
-    if weights.dim() < 1:
-        raise ValueError(f"weights must have at least 1 dimension, got shape {tuple(weights.shape)}")
+    require_tensor("weights", weights, min_ndim=1, floating=True)
     return torch.special.entr(weights).sum(dim=-1)  # entr(a) = -a log a, and entr(0) = 0
 
 
@@ -32,6 +33,7 @@ def mean_attention_distance(weights: Tensor) -> Tensor:
         ``(...)``: the mean over the n queries of ``sum_j a_ij |i - j|``. Small for
         local heads, large for heads that look far away.
     """
+    require_tensor("weights", weights, floating=True)
     if weights.dim() < 2:
         raise ValueError(f"weights must have shape (..., n, m), got shape {tuple(weights.shape)}")
     n, m = weights.shape[-2:]

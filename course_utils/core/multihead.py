@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import scaled_dot_product_attention
-from .validation import require_positive, shape_of
+from .validation import require_module_input, require_positive, require_probability, shape_of
 
 
 class MultiHeadAttention(nn.Module):
@@ -15,17 +15,24 @@ class MultiHeadAttention(nn.Module):
     Args:
         d_model: feature size of queries, keys, values and the output.
         num_heads: number of heads h; each head works in ``d_k = d_model // h`` features.
+        dropout: attention dropout p, ``0 <= p < 1`` (default 0: none), as in ``nn.MultiheadAttention``:
+            in training mode each attention weight is zeroed with probability p after the softmax,
+            before the weighted sum of the values, and the kept ones are scaled by ``1 / (1 - p)``.
+            Off in eval mode (``mha.eval()``).
 
     ``forward(query (B, n, d_model), key (B, m, d_model), value (B, m, d_model), mask=None)``
     returns ``output (B, n, d_model)`` and per-head ``weights (B, h, n, m)``.
     ``mask`` (True = may attend) broadcasts to ``(B, h, n, m)``; a 3-D mask such as
     ``(B, n, m)`` or ``padding_mask``'s ``(B, 1, m)`` is shared by all heads.
     Self-attention: ``mha(x, x, x)``; cross-attention: ``mha(decoder, encoder, encoder)``.
+    The returned weights are the ones applied to the values: in training mode with dropout,
+    the weights after dropout (rows no longer sum to 1).
     """
 
-    def __init__(self, d_model: int, num_heads: int) -> None:
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0) -> None:
         super().__init__()
         require_positive(d_model=d_model, num_heads=num_heads)
+        require_probability("dropout", dropout)
         if d_model % num_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by num_heads, got d_model={d_model}, num_heads={num_heads} "
@@ -34,6 +41,7 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads
+        self.dropout = float(dropout)
         self.W_q = nn.Linear(d_model, d_model)
         self.W_k = nn.Linear(d_model, d_model)
         self.W_v = nn.Linear(d_model, d_model)
@@ -50,6 +58,7 @@ class MultiHeadAttention(nn.Module):
         return x.transpose(1, 2).reshape(B, T, self.d_model)
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+        require_module_input(self, query=query, key=key, value=value)
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t.dim() != 3 or t.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have shape (B, length, {self.d_model}), got shape {shape_of(t)}")
@@ -67,25 +76,26 @@ class MultiHeadAttention(nn.Module):
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
         self._check_inputs(query, key, value)
-        if mask is not None and mask.dim() == 3:
+        if isinstance(mask, Tensor) and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (B, n or 1, m) -> (B, 1, n or 1, m): same mask for every head
         Q = self.split_heads(self.W_q(query))  # (B, h, n, d_k)
         K = self.split_heads(self.W_k(key))  # (B, h, m, d_k)
         V = self.split_heads(self.W_v(value))  # (B, h, m, d_k)
-        heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (B, h, n, d_k), (B, h, n, m)
+        p = self.dropout if self.training else 0.0
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask, p)  # (B, h, n, d_k), (B, h, n, m)
         return self.W_o(self.merge_heads(heads)), weights
 
 
 def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
-    """A ``torch.nn.MultiheadAttention(batch_first=True)`` holding copies of ``mha``'s weights.
+    """A ``torch.nn.MultiheadAttention(batch_first=True)`` holding copies of ``mha``'s weights and dropout.
 
     Remember its mask convention is the opposite of ours: pass ``attn_mask=~mask``.
     """
-    torch_mha = nn.MultiheadAttention(mha.d_model, mha.num_heads, batch_first=True)
+    torch_mha = nn.MultiheadAttention(mha.d_model, mha.num_heads, dropout=mha.dropout, batch_first=True)
     torch_mha = torch_mha.to(device=mha.W_q.weight.device, dtype=mha.W_q.weight.dtype)
     with torch.no_grad():
         torch_mha.in_proj_weight.copy_(torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight]))
         torch_mha.in_proj_bias.copy_(torch.cat([mha.W_q.bias, mha.W_k.bias, mha.W_v.bias]))
         torch_mha.out_proj.weight.copy_(mha.W_o.weight)
         torch_mha.out_proj.bias.copy_(mha.W_o.bias)
-    return torch_mha
+    return torch_mha.train(mha.training)

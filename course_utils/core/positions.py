@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .validation import check_sequence, require_positive
+from .validation import check_sequence, require_module_input, require_positive, require_positive_float
 
 
 def sinusoidal_positional_encoding(
@@ -24,20 +24,31 @@ def sinusoidal_positional_encoding(
     ``PE[p, 2i] = sin(p * w_i)`` and ``PE[p, 2i+1] = cos(p * w_i)`` with frequency
     ``w_i = base ** (-2i / d_model)``, for ``i = 0 .. d_model/2 - 1``.
 
+    The angles are computed in float32 at least (float64 for ``dtype=torch.float64``) and the
+    result is cast to ``dtype`` at the end: in bfloat16, positions 256 and 257 would otherwise be
+    the same number and get the same encoding.
+
     Returns:
-        ``(num_positions, d_model)``. ``d_model`` must be even (sin and cos come in pairs).
+        ``(num_positions, d_model)`` in ``dtype`` on ``device``. ``d_model`` must be even
+        (sin and cos come in pairs); ``base`` must be a finite number > 0.
     """
-    require_positive(num_positions=num_positions, d_model=d_model)
+    _check_sizes(d_model, base, num_positions=num_positions)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    work = torch.promote_types(dtype, torch.float32)  # float32 for float16 and bfloat16
+    positions = torch.arange(num_positions, dtype=work, device=device).unsqueeze(1)  # (P, 1)
+    i = torch.arange(d_model // 2, dtype=work, device=device)  # (d_model/2,)
+    frequencies = float(base) ** (-2 * i / d_model)  # (d_model/2,)
+    angles = positions * frequencies  # (P, d_model/2)
+    pe = torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1)  # (P, d_model/2, 2): sin, cos interleaved
+    return pe.reshape(num_positions, d_model).to(dtype)
+
+
+def _check_sizes(d_model: int, base: float, **sizes: int) -> None:
+    require_positive(**sizes, d_model=d_model)
+    require_positive_float(base=base)
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even (one sin and one cos per frequency), got d_model={d_model}")
-    positions = torch.arange(num_positions, dtype=dtype, device=device).unsqueeze(1)  # (P, 1)
-    i = torch.arange(d_model // 2, dtype=dtype, device=device)  # (d_model/2,)
-    frequencies = base ** (-2 * i / d_model)  # (d_model/2,)
-    angles = positions * frequencies  # (P, d_model/2)
-    pe = torch.empty(num_positions, d_model, dtype=dtype, device=device)
-    pe[:, 0::2] = torch.sin(angles)
-    pe[:, 1::2] = torch.cos(angles)
-    return pe
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -48,9 +59,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, base: float = 10000.0) -> None:
         super().__init__()
-        require_positive(d_model=d_model)
-        if d_model % 2 != 0:
-            raise ValueError(f"d_model must be even, got d_model={d_model}")
+        _check_sizes(d_model, base)
         self.d_model, self.base = d_model, base
 
     def forward(self, x: Tensor) -> Tensor:
@@ -74,6 +83,7 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_sequence(x, self.d_model)
+        require_module_input(self, x=x)
         T = x.shape[1]
         if T > self.max_len:
             raise ValueError(

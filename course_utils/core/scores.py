@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import check_qkv
-from .validation import require_positive, shape_of
+from .validation import require_module_input, require_positive, shape_of
 
 
 def dot_scores(Q: Tensor, K: Tensor) -> Tensor:
@@ -23,6 +23,20 @@ def dot_scores(Q: Tensor, K: Tensor) -> Tensor:
 def scaled_dot_scores(Q: Tensor, K: Tensor) -> Tensor:
     """Scaled dot-product scores ``q . k / sqrt(d)`` -> ``(..., n, m)``."""
     return dot_scores(Q, K) / math.sqrt(Q.shape[-1])
+
+
+def _check_query_key(module: nn.Module, Q: Tensor, K: Tensor, d_query: int, d_key: int) -> None:
+    """``Q (..., n, d_query)`` and ``K (..., m, d_key)`` in the module's dtype and device, batch dims broadcasting."""
+    require_module_input(module, Q=Q, K=K)
+    for name, t, d in (("Q", Q, d_query), ("K", K, d_key)):
+        if t.dim() < 2 or t.shape[-1] != d:
+            raise ValueError(f"{name} must have shape (..., length, {d}), got shape {shape_of(t)}")
+    try:
+        torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the leading (batch) dimensions of Q {shape_of(Q)} and K {shape_of(K)} do not broadcast"
+        ) from None
 
 
 class AdditiveScore(nn.Module):
@@ -44,9 +58,7 @@ class AdditiveScore(nn.Module):
         self.v = nn.Linear(d_hidden, 1, bias=False)
 
     def forward(self, Q: Tensor, K: Tensor) -> Tensor:
-        for name, t, d in (("Q", Q, self.W_q.in_features), ("K", K, self.W_k.in_features)):
-            if t.dim() < 2 or t.shape[-1] != d:
-                raise ValueError(f"{name} must have shape (..., length, {d}), got shape {shape_of(t)}")
+        _check_query_key(self, Q, K, self.W_q.in_features, self.W_k.in_features)
         q = self.W_q(Q).unsqueeze(-2)  # (..., n, 1, d_hidden)
         k = self.W_k(K).unsqueeze(-3)  # (..., 1, m, d_hidden)
         return self.v(torch.tanh(q + k)).squeeze(-1)  # (..., n, m)
@@ -65,8 +77,5 @@ class MultiplicativeScore(nn.Module):
         nn.init.xavier_uniform_(self.W)
 
     def forward(self, Q: Tensor, K: Tensor) -> Tensor:
-        d_query, d_key = self.W.shape
-        for name, t, d in (("Q", Q, d_query), ("K", K, d_key)):
-            if t.dim() < 2 or t.shape[-1] != d:
-                raise ValueError(f"{name} must have shape (..., length, {d}), got shape {shape_of(t)}")
+        _check_query_key(self, Q, K, *self.W.shape)
         return Q @ self.W @ K.transpose(-2, -1)

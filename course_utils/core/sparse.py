@@ -15,18 +15,50 @@ whose keys are all masked gets zero weights, never NaN.
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import torch
 from torch import Tensor
 
 from .masks import check_mask
+from .validation import require_tensor
 
 
 def _check_scores(scores: Tensor) -> None:
-    if not isinstance(scores, Tensor) or not scores.dtype.is_floating_point:
-        kind = scores.dtype if isinstance(scores, Tensor) else type(scores).__name__
-        raise ValueError(f"scores must be a floating-point tensor (..., m), got {kind}")
+    require_tensor("scores", scores)
+    if not scores.dtype.is_floating_point:
+        raise ValueError(f"scores must be a floating-point tensor (..., m), got {scores.dtype}")
     if scores.dim() < 1 or scores.shape[-1] == 0:
         raise ValueError(f"scores must have shape (..., m) with m >= 1 keys, got shape {tuple(scores.shape)}")
+
+
+class _Sparsemax(torch.autograd.Function):
+    """Sparsemax of rows ``z (..., m)`` whose largest entry is 0, with its closed-form Jacobian.
+
+    On the support S (the keys with weight > 0) the Jacobian is ``I - 1 1^T / |S|``, elsewhere 0:
+    ``grad_z = s * (g - mean of g over S)`` with ``s`` = 1 on S. A key with weight 0 gets no
+    gradient even when its score ties with the threshold (where ``clamp`` would let one through).
+    """
+
+    @staticmethod
+    def forward(ctx, z: Tensor) -> Tensor:
+        z_sorted = z.sort(dim=-1, descending=True).values  # (..., m)
+        k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype, device=z.device)  # 1, 2, ..., m
+        cumsum = z_sorted.cumsum(dim=-1)
+        # The j-th largest score stays in the support while 1 + j * z_(j) > z_(1) + ... + z_(j).
+        support_size = (1 + k * z_sorted > cumsum).sum(dim=-1, keepdim=True).clamp(min=1)  # (..., 1)
+        tau = (cumsum.gather(-1, support_size - 1) - 1) / support_size.to(z.dtype)
+        weights = (z - tau).clamp(min=0)
+        ctx.save_for_backward(weights)
+        return weights
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor) -> Tensor:
+        (weights,) = ctx.saved_tensors
+        support = (weights > 0).to(grad.dtype)
+        mean = (grad * support).sum(dim=-1, keepdim=True) / support.sum(dim=-1, keepdim=True)
+        return support * (grad - mean)
 
 
 def sparsemax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -39,25 +71,20 @@ def sparsemax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     Returns:
         weights ``(..., m)``: ``max(scores - tau, 0)``, with one threshold ``tau``
         per row chosen so that each row sums to 1. Keys scoring at or below ``tau``
-        get exactly 0; a fully masked row gets all zeros.
+        get exactly 0, and exactly 0 gradient; a fully masked row gets all zeros.
     """
     _check_scores(scores)
-    if mask is not None:
-        mask = check_mask(mask, scores.shape)
-        # tau >= (largest score - 1) always, so a score 2 below the largest allowed
-        # one gets exactly 0: a finite stand-in for -inf (no inf - inf = NaN).
-        largest = scores.masked_fill(~mask, float("-inf")).amax(dim=-1, keepdim=True)
-        largest = torch.where(torch.isfinite(largest), largest, torch.zeros_like(largest))
-        scores = torch.where(mask, scores, largest - 2)
-    z = scores - scores.amax(dim=-1, keepdim=True)  # same result, and the top score is 0
-    z_sorted = z.sort(dim=-1, descending=True).values  # (..., m)
-    k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype, device=z.device)  # 1, 2, ..., m
-    cumsum = z_sorted.cumsum(dim=-1)
-    # The j-th largest score stays in the support while 1 + j * z_(j) > z_(1) + ... + z_(j).
-    support_size = (1 + k * z_sorted > cumsum).sum(dim=-1, keepdim=True).clamp(min=1)  # (..., 1)
-    tau = (cumsum.gather(-1, support_size - 1) - 1) / support_size.to(z.dtype)
-    weights = (z - tau).clamp(min=0)
-    return weights if mask is None else weights * mask
+    if mask is None:
+        # Same result for any shift; with the top score at 0, no overflow in the cumulative sums.
+        return _Sparsemax.apply(scores - scores.detach().amax(dim=-1, keepdim=True))
+    mask = check_mask(mask, scores.shape, device=scores.device)
+    largest = scores.detach().masked_fill(~mask, float("-inf")).amax(dim=-1, keepdim=True)
+    largest = torch.where(torch.isfinite(largest), largest, torch.zeros_like(largest))  # fully masked row
+    # After the shift the top allowed score is 0 and tau >= -1, so a masked key set to -2 gets
+    # exactly 0. Setting it after the shift, not before: largest - 2 rounds to largest for a
+    # large score (3e7 in float32), a masked key would then tie with the best one.
+    z = torch.where(mask, scores - largest, torch.full_like(largest, -2.0))
+    return _Sparsemax.apply(z) * mask
 
 
 def topk_softmax(scores: Tensor, k: int, mask: Tensor | None = None) -> Tensor:
@@ -65,7 +92,8 @@ def topk_softmax(scores: Tensor, k: int, mask: Tensor | None = None) -> Tensor:
 
     Args:
         scores: ``(..., m)``, e.g. attention scores ``(B, h, n, m)``.
-        k: how many keys each row keeps, ``1 <= k <= m`` (ties broken by ``torch.topk``).
+        k: how many keys each row keeps, ``1 <= k <= m`` (ties broken by ``torch.topk``);
+            a Python or NumPy integer.
         mask: optional, broadcastable to ``scores``; True (or 1) = may attend.
             Masked keys are never kept; a row with fewer than ``k`` allowed keys
             keeps only those, and a fully masked row gets all zeros.
@@ -76,12 +104,12 @@ def topk_softmax(scores: Tensor, k: int, mask: Tensor | None = None) -> Tensor:
     """
     _check_scores(scores)
     m = scores.shape[-1]
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= m:
+    if not isinstance(k, Integral) or isinstance(k, bool) or not 1 <= k <= m:
         raise ValueError(f"k must be an integer with 1 <= k <= m = {m} (scores shape {tuple(scores.shape)}), got {k!r}")
     if mask is not None:
-        mask = check_mask(mask, scores.shape)
+        mask = check_mask(mask, scores.shape, device=scores.device)
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # finite: no NaN
-    kept = scores.topk(k, dim=-1).indices  # (..., k)
+    kept = scores.topk(int(k), dim=-1).indices  # (..., k)
     keep = torch.zeros(scores.shape, dtype=torch.bool, device=scores.device).scatter(-1, kept, True)
     weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
     return weights if mask is None else weights * mask

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 
 from .multihead import MultiHeadAttention, to_torch_multihead
-from .validation import check_sequence, require_positive
+from .validation import check_sequence, require_module_input, require_positive, shape_of
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -28,6 +28,9 @@ class PositionwiseFeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x: Tensor) -> Tensor:
+        require_module_input(self, x=x)
+        if x.dim() < 1 or x.shape[-1] != self.linear1.in_features:
+            raise ValueError(f"x must have shape (..., {self.linear1.in_features}), got shape {shape_of(x)}")
         return self.linear2(torch.relu(self.linear1(x)))
 
 
@@ -42,17 +45,22 @@ class TransformerBlock(nn.Module):
 
         y = x + SelfAttention(LayerNorm(x));  out = y + FFN(LayerNorm(y))
 
-    No dropout (the paper used 0.1). ``4 d^2 + 2 d d_ff + 9 d + d_ff`` parameters.
+    ``dropout``: attention dropout only (see ``MultiHeadAttention``; default 0), none on the
+    residual branches (the paper used 0.1 on both). ``4 d^2 + 2 d d_ff + 9 d + d_ff`` parameters.
 
     ``forward(x (B, T, d_model), mask=None)`` returns ``out (B, T, d_model)`` and the
     attention ``weights (B, h, T, T)``; ``mask`` (True = may attend) is passed to
     ``MultiHeadAttention``, e.g. ``causal_mask(T)`` or ``padding_mask(tokens, pad)``.
     """
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False) -> None:
+    def __init__(
+        self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False, dropout: float = 0.0
+    ) -> None:
         super().__init__()
+        if not isinstance(norm_first, bool):
+            raise ValueError(f"norm_first must be True or False, got {norm_first!r}")
         self.d_model, self.num_heads, self.d_ff, self.norm_first = d_model, num_heads, d_ff, norm_first
-        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.ffn = PositionwiseFeedForward(d_model, d_ff)
         self.norm2 = nn.LayerNorm(d_model)
@@ -72,6 +80,8 @@ class TransformerBlock(nn.Module):
 def to_torch_encoder_layer(block: TransformerBlock) -> nn.TransformerEncoderLayer:
     """A ``torch.nn.TransformerEncoderLayer(batch_first=True, dropout=0)`` holding copies of ``block``'s weights.
 
+    Its attention dropout is set to the block's (no dropout elsewhere, as in the block).
+
     Its mask convention is the opposite of ours: pass ``src_mask=~mask``.
     """
     weight = block.norm1.weight
@@ -82,6 +92,7 @@ def to_torch_encoder_layer(block: TransformerBlock) -> nn.TransformerEncoderLaye
     )
     with torch.no_grad():
         layer.self_attn.load_state_dict(to_torch_multihead(block.attn).state_dict())
+        layer.self_attn.dropout = block.attn.dropout
         for name in ("linear1", "linear2"):
             getattr(layer, name).load_state_dict(getattr(block.ffn, name).state_dict())
         for name in ("norm1", "norm2"):

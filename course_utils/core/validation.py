@@ -1,9 +1,17 @@
-"""Input checks shared by the whole package: clear ValueErrors that name the shapes they got."""
+"""Input checks shared by the whole package: clear errors that name what was expected and what came.
+
+One rule: something that is not a tensor where a tensor is needed (a NumPy array, a list)
+raises TypeError; every other bad input (shape, dtype, device, size, value) raises ValueError.
+Counts accept Python and NumPy integers, never bools or floats (2.5 is not silently truncated).
+Checks that must read a tensor's values (token ids in range) are skipped on the ``meta`` device.
+"""
 
 from __future__ import annotations
 
-from numbers import Integral
+import math
+from numbers import Integral, Real
 
+import torch
 from torch import Tensor
 
 
@@ -11,14 +19,107 @@ def shape_of(t: Tensor) -> str:
     return str(tuple(t.shape))
 
 
-def require_positive(**sizes: int) -> None:
-    """Raise ValueError for any size that is not a positive integer (Python or NumPy)."""
-    for name, value in sizes.items():
-        if not isinstance(value, Integral) or isinstance(value, bool) or value <= 0:
+def describe(t: Tensor) -> str:
+    """``shape (2, 3), dtype torch.float32, device cpu``."""
+    return f"shape {shape_of(t)}, dtype {t.dtype}, device {t.device}"
+
+
+def require_tensor(
+    name: str, x, *, ndim: int | None = None, min_ndim: int | None = None, floating: bool = False, integer: bool = False
+) -> Tensor:
+    """Return ``x`` after checking it is a tensor with ``ndim`` (or at least ``min_ndim``) dimensions.
+
+    ``floating=True`` demands a floating-point dtype, ``integer=True`` an integer dtype (no bool).
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {type(x).__module__}.{type(x).__qualname__}; "
+            f"convert it with torch.as_tensor({name})"
+        )
+    if ndim is not None and x.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {shape_of(x)}")
+    if min_ndim is not None and x.dim() < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {shape_of(x)}")
+    if floating and not x.dtype.is_floating_point:
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype} (shape {shape_of(x)}); try {name}.float()")
+    if integer and (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool):
+        raise ValueError(f"{name} must hold integer ids (e.g. torch.long), got dtype {x.dtype} (shape {shape_of(x)})")
+    return x
+
+
+def require_same_device_and_dtype(same_dtype: bool = True, **tensors: Tensor) -> None:
+    """Raise ValueError unless all ``tensors`` sit on one device (and, with ``same_dtype``, share one dtype)."""
+    first = next(iter(tensors.values()))
+    if any(t.device != first.device for t in tensors.values()) or (
+        same_dtype and any(t.dtype != first.dtype for t in tensors.values())
+    ):
+        what = "device and dtype" if same_dtype else "device"
+        raise ValueError(
+            f"{', '.join(tensors)} must share one {what}, got "
+            + "; ".join(f"{k}: {describe(t)}" for k, t in tensors.items())
+            + " (move them with .to(...))"
+        )
+
+
+def require_module_input(module: torch.nn.Module, **tensors: Tensor) -> None:
+    """Raise ValueError unless ``tensors`` are floating-point with the dtype and device of ``module``'s weights."""
+    weight = next(module.parameters())
+    for name, t in tensors.items():
+        require_tensor(name, t, floating=True)
+        if t.dtype != weight.dtype or t.device != weight.device:
+            raise ValueError(
+                f"{name} must have the dtype and device of the {type(module).__name__}'s weights "
+                f"({weight.dtype}, {weight.device}), got {describe(t)}; use {name}.to(...) or module.to(...)"
+            )
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def require_positive_int(**values) -> None:
+    """Raise ValueError for any value that is not a positive integer (Python or NumPy; no bool, no float)."""
+    for name, value in values.items():
+        if not _is_int(value) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+require_positive = require_positive_int  # the older name, used across the package
+
+
+def require_nonnegative_int(**values) -> None:
+    """Raise ValueError for any value that is not an integer >= 0 (Python or NumPy; no bool, no float)."""
+    for name, value in values.items():
+        if not _is_int(value) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+
+
+def require_positive_float(allow_zero: bool = False, **values) -> None:
+    """Raise ValueError for any value that is not a finite real number > 0 (>= 0 with ``allow_zero``)."""
+    for name, value in values.items():
+        ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or value < 0 or (value == 0 and not allow_zero):
+            raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
+
+
+def require_probability(name: str, p) -> None:
+    """Raise ValueError unless ``0 <= p < 1`` (a dropout probability)."""
+    if not isinstance(p, Real) or isinstance(p, bool) or not 0 <= p < 1:
+        raise ValueError(f"{name} must be a number with 0 <= {name} < 1, got {p!r}")
+
+
+def require_index_range(name: str, x: Tensor, low: int, high: int, what: str = "") -> None:
+    """Raise ValueError unless every value of the integer tensor ``x`` lies in ``low .. high - 1``."""
+    require_tensor(name, x, integer=True)
+    if x.numel() == 0 or x.device.type == "meta":
+        return
+    lo, hi = int(x.min()), int(x.max())
+    if lo < low or hi >= high:
+        raise ValueError(f"{name} must lie in {low}..{high - 1}{what}, got values from {lo} to {hi} (shape {shape_of(x)})")
+
+
 def check_sequence(x: Tensor, d_model: int) -> None:
-    """Raise ValueError unless ``x`` has shape ``(B, T, d_model)``."""
+    """Raise unless ``x`` is a floating-point tensor of shape ``(B, T, d_model)``."""
+    require_tensor("x", x, floating=True)
     if x.dim() != 3 or x.shape[-1] != d_model:
         raise ValueError(f"x must have shape (B, T, {d_model}), got shape {shape_of(x)}")

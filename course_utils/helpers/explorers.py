@@ -44,6 +44,7 @@ from torch import Tensor
 
 from ..core.metrics import attention_entropy
 from ..core.validation import require_positive
+from .readable_widgets import ReadableVBox
 from .plotting import plot_attention, plot_attention_grid
 
 DK_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -304,7 +305,7 @@ def draw_decoder_step(weights, source_tokens: Sequence[str], output_tokens: Sequ
 # --- The widgets ---------------------------------------------------------------------
 
 
-class Explorer(widgets.VBox):
+class Explorer(ReadableVBox):
     """Controls above an Output widget that shows ``draw(**fixed, **selection)``.
 
     Every change of a control redraws. ``drawn`` lists the selections drawn so far
@@ -326,8 +327,7 @@ class Explorer(widgets.VBox):
         self.output = widgets.interactive_output(render, controls)
         super().__init__([widgets.HBox(list(controls.values())), self.output])
 
-    def __repr__(self) -> str:  # the text a static render (GitHub) shows instead of the widget
-        return "Interactive explorer: run the notebook in Jupyter to use the controls."
+    fallback = "Interactive explorer: run the notebook in Jupyter to use the controls (the drawing above shows one setting)."
 
 
 def softmax_explorer(

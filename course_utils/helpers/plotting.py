@@ -13,9 +13,15 @@ from matplotlib.figure import Figure
 
 
 def _to_numpy(weights) -> np.ndarray:
+    """A float NumPy copy of a tensor (any device or dtype), array or nested list; ValueError for anything else."""
     if isinstance(weights, torch.Tensor):
+        if weights.is_complex() or weights.device.type == "meta":
+            raise ValueError(f"weights must be a real tensor with data, got dtype {weights.dtype} on {weights.device}")
         return weights.detach().float().cpu().numpy()
-    return np.asarray(weights, dtype=float)
+    try:
+        return np.asarray(weights, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"weights must be a tensor, an array or a nested list of numbers, got {type(weights).__name__}") from None
 
 
 def _check_labels(labels: Sequence[str] | None, size: int, what: str) -> None:

@@ -18,6 +18,7 @@ import ipywidgets as widgets
 from IPython.display import HTML, display
 
 from ..models.data_files import data_path
+from .readable_widgets import ReadableVBox
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,10 @@ def show_quiz(questions: list[Question]) -> None:
     """Display the quiz widgets, then the static answers."""
     if not questions:
         raise ValueError("show_quiz needs at least one question")
-    display(widgets.VBox([question_widget(q, i + 1) for i, q in enumerate(questions)]))
+    quiz = ReadableVBox([question_widget(q, i + 1) for i, q in enumerate(questions)])
+    quiz.fallback = (f"Interactive quiz ({len(questions)} questions): run the notebook to answer them here. "
+                     "Below, the same questions with their answers to reveal.")
+    display(quiz)
     display(HTML(static_answers(questions)))
 
 

@@ -1,7 +1,9 @@
 """Small tools to measure what attention costs: a timer, a log-log slope fit, memory sizes.
 
 - ``time_calls`` / ``time_call``: wall-clock time per call with warm-up, repeats and
-  the median (``time.perf_counter``). Several functions are timed *round-robin*
+  the median (``time.perf_counter``). GPU work runs asynchronously: the timer waits for
+  CUDA (and Apple's MPS) to finish before every clock reading, so it measures the work,
+  not only the kernel launches. Several functions are timed *round-robin*
   (a, b, c, a, b, c, ...), so that a burst of load from other programs slows all of
   them alike instead of spoiling one.
 - ``loglog_slope``: fit ``y = c * x**k`` to measurements; ``k`` is the empirical
@@ -22,8 +24,11 @@ import statistics
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
+
+from ..core.validation import require_nonnegative_int, require_positive_float, require_positive_int
 
 
 @dataclass(frozen=True)
@@ -69,14 +74,14 @@ def time_calls(
             ``warmup=0``) = one call per repeat.
         clock: the clock to read (seconds); tests pass a fake one.
     """
+    if not isinstance(fns, Mapping) or not all(callable(fn) for fn in fns.values()):
+        raise TypeError(f"fns must map keys to functions with no arguments, got {type(fns).__name__}")
     if not fns:
         raise ValueError("fns is empty: give at least one function to time")
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
-    if not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
-    if min_time < 0:
-        raise ValueError(f"min_time must be >= 0 seconds, got {min_time!r}")
+    require_positive_int(repeats=repeats)
+    require_nonnegative_int(warmup=warmup)
+    require_positive_float(allow_zero=True, min_time=min_time)
+    clock = _synchronized(clock)
 
     number = {}
     for name, fn in fns.items():
@@ -95,6 +100,28 @@ def time_calls(
                 fn()
             times[name].append((clock() - start) / number[name])
     return {name: Timing(tuple(times[name]), number[name]) for name in fns}
+
+
+def synchronize() -> None:
+    """Wait until the GPU (CUDA or Apple's MPS) has finished the work queued so far; nothing on a CPU.
+
+    Never starts CUDA: only a process that already uses it waits for it.
+    """
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    mps = getattr(torch, "mps", None)
+    if mps is not None and getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        mps.synchronize()
+
+
+def _synchronized(clock: Callable[[], float]) -> Callable[[], float]:
+    """``clock`` that first waits for the GPU: a reading after queued GPU work counts that work."""
+
+    def read() -> float:
+        synchronize()
+        return clock()
+
+    return read
 
 
 def time_call(
@@ -135,10 +162,12 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 
 def tensor_bytes(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> int:
     """Bytes of a tensor of ``shape`` and ``dtype`` (numel * element size), without allocating it."""
-    if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in shape):
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"dtype must be a torch.dtype such as torch.float32, got {dtype!r}")
+    if not isinstance(shape, Sequence) or any(not isinstance(s, Integral) or isinstance(s, bool) or s < 0 for s in shape):
         raise ValueError(f"shape must be a sequence of non-negative integers, got {tuple(shape)}")
     element_size = torch.empty(0, dtype=dtype).element_size()  # 0 elements: nothing allocated
-    return math.prod(shape) * element_size
+    return math.prod(int(s) for s in shape) * element_size
 
 
 def score_matrix_bytes(
@@ -150,16 +179,13 @@ def score_matrix_bytes(
     have the same shape, so they take the same number of bytes again.
     """
     m = n if m is None else m
-    for name, value in {"batch": batch, "heads": heads, "n": n, "m": m}.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    require_positive_int(batch=batch, heads=heads, n=n, m=m)
     return tensor_bytes((batch, heads, n, m), dtype)
 
 
 def format_bytes(num_bytes: float) -> str:
     """``num_bytes`` in decimal units (1 kB = 1000 bytes), 4 significant digits: '268.4 MB'."""
-    if num_bytes < 0:
-        raise ValueError(f"num_bytes must be >= 0, got {num_bytes!r}")
+    require_positive_float(allow_zero=True, num_bytes=num_bytes)
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if num_bytes >= size:
             return f"{num_bytes / size:.4g} {unit}"

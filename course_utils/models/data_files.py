@@ -12,6 +12,8 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 def data_path(name: str) -> Path:
     """Path of ``data/<name>`` in the repository; ValueError listing the files there if it is missing."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a file name (str) such as 'tiny_corpus.txt', got {type(name).__name__}")
     path = DATA_DIR / name
     if not path.is_file():
         found = sorted(p.name for p in DATA_DIR.glob("*")) if DATA_DIR.is_dir() else []

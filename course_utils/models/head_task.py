@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from numbers import Integral
 from typing import NamedTuple
 
 import torch
@@ -29,6 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..core.multihead import MultiHeadAttention
+from ..core.validation import require_index_range, require_nonnegative_int, require_positive_int, require_tensor
 from .training import train_steps
 
 
@@ -57,6 +59,8 @@ class NeighbourCountTask:
     max_markers: int = 3
 
     def __post_init__(self) -> None:
+        require_positive_int(length=self.length, num_symbols=self.num_symbols)
+        require_nonnegative_int(max_markers=self.max_markers)
         if self.length < 2 or self.num_symbols < 1 or self.num_symbols > 26:
             raise ValueError(
                 f"need length >= 2 and 1 <= num_symbols <= 26, got length={self.length}, num_symbols={self.num_symbols}"
@@ -92,8 +96,8 @@ class NeighbourCountTask:
 
     def to_text(self, ids: Tensor) -> list[str]:
         """``(n,)`` ids -> ``n`` strings, e.g. for heatmap labels."""
-        if ids.dim() != 1:
-            raise ValueError(f"ids must have shape (n,), got shape {tuple(ids.shape)}")
+        require_tensor("ids", ids, ndim=1, integer=True)
+        require_index_range("ids", ids, 0, self.num_symbols + 2)
         names = self.names()
         return [names[i] for i in ids.tolist()]
 
@@ -102,8 +106,7 @@ class NeighbourCountTask:
 
         The marker count is uniform in ``0..max_markers``; the markers sit at distinct random positions.
         """
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        require_positive_int(batch_size=batch_size)
         B, n = batch_size, self.length
         tokens = torch.randint(0, self.num_symbols, (B, n), generator=generator)
         count = torch.randint(0, self.max_markers + 1, (B,), generator=generator)
@@ -126,6 +129,9 @@ class HeadsModel(nn.Module):
 
     def __init__(self, task: NeighbourCountTask, d_model: int = 64, num_heads: int = 8, d_hidden: int = 128) -> None:
         super().__init__()
+        if not isinstance(task, NeighbourCountTask):
+            raise TypeError(f"task must be a NeighbourCountTask, got {type(task).__name__}")
+        require_positive_int(d_model=d_model, num_heads=num_heads, d_hidden=d_hidden)
         self.task = task
         self.token_embedding = nn.Embedding(task.vocab_size, d_model)
         self.position_embedding = nn.Embedding(task.length, d_model)
@@ -136,10 +142,12 @@ class HeadsModel(nn.Module):
         )
 
     def forward(self, tokens: Tensor) -> tuple[tuple[Tensor, Tensor, Tensor], Tensor]:
+        require_tensor("tokens", tokens, integer=True)
         if tokens.dim() != 2 or tokens.shape[1] > self.task.length:
             raise ValueError(
                 f"tokens must have shape (B, n) with n <= {self.task.length}, got shape {tuple(tokens.shape)}"
             )
+        require_index_range("tokens", tokens, 0, self.task.vocab_size, " (the symbols and the marker)")
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.token_embedding(tokens) + self.position_embedding(positions)  # (B, n, d_model)
         attended, weights = self.attention(x, x, x)  # (B, n, d_model), (B, h, n, n)
@@ -157,6 +165,8 @@ def task_loss(logits: tuple[Tensor, Tensor, Tensor], batch: ToyBatch) -> Tensor:
 @torch.no_grad()
 def evaluate(model: HeadsModel, batch: ToyBatch) -> dict[str, float]:
     """Accuracy over all positions of ``batch``: per question and ``all`` (all three answers right)."""
+    if not isinstance(batch, ToyBatch):
+        raise TypeError(f"batch must be a ToyBatch (task.sample(...)), got {type(batch).__name__}")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -181,8 +191,7 @@ def train_heads_model(
 
     Returns the loss of every step. ``log_every > 0`` prints the loss every that many steps.
     """
-    if steps < 1 or batch_size < 1:
-        raise ValueError(f"steps and batch_size must be positive, got steps={steps}, batch_size={batch_size}")
+    require_positive_int(steps=steps, batch_size=batch_size)
     device = next(model.parameters()).device
 
     def batch_loss(generator: torch.Generator) -> Tensor:
@@ -200,10 +209,13 @@ def ablate_heads(model: HeadsModel, heads: Iterable[int]) -> Iterator[HeadsModel
     The attention weights are still computed (and returned); only what those heads pass on is removed.
     """
     mha = model.attention
+    if not isinstance(heads, Iterable):
+        raise TypeError(f"heads must be an iterable of head indices such as [0, 2], got {heads!r}")
     heads = sorted(set(heads))
-    if any(not 0 <= i < mha.num_heads for i in heads):
+    if any(isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < mha.num_heads for i in heads):
         raise ValueError(f"heads must be in 0..{mha.num_heads - 1}, got {heads}")
-    keep = torch.ones(mha.d_model, device=mha.W_o.weight.device)
+    weight = mha.W_o.weight
+    keep = torch.ones(mha.d_model, device=weight.device, dtype=weight.dtype)  # in the model's dtype and device
     for i in heads:
         keep[i * mha.d_k : (i + 1) * mha.d_k] = 0.0  # head i's slice of the concatenated heads
 

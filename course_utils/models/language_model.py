@@ -34,7 +34,14 @@ from torch import Tensor, nn
 from ..core.masks import causal_mask
 from ..core.positions import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from ..core.transformer import TransformerBlock
-from ..core.validation import require_positive, shape_of
+from ..core.validation import (
+    require_index_range,
+    require_nonnegative_int,
+    require_positive,
+    require_positive_float,
+    require_tensor,
+    shape_of,
+)
 from .data_files import data_path
 from .training import train_steps
 
@@ -43,6 +50,7 @@ from .training import train_steps
 
 def shift_by_one(sequences: Tensor) -> tuple[Tensor, Tensor]:
     """``(..., T + 1)`` token ids -> ``inputs (..., T)`` and ``targets (..., T)``: ``targets[..., t] = sequences[..., t + 1]``."""
+    require_tensor("sequences", sequences)
     if sequences.dim() < 1 or sequences.shape[-1] < 2:
         raise ValueError(f"need sequences of at least 2 tokens (..., T + 1), got shape {shape_of(sequences)}")
     return sequences[..., :-1], sequences[..., 1:]
@@ -62,6 +70,7 @@ class RepeatPatternTask:
     length: int = 24
 
     def __post_init__(self) -> None:
+        require_positive(period=self.period, num_symbols=self.num_symbols, length=self.length)
         if not 1 <= self.num_symbols <= 26 or self.period < 1 or self.length <= self.period:
             raise ValueError(
                 "need 1 <= num_symbols <= 26, period >= 1 and length > period, got "
@@ -78,8 +87,8 @@ class RepeatPatternTask:
 
     def to_text(self, ids: Tensor) -> str:
         """``(n,)`` ids -> a string such as ``'cac cac ca'`` (a space after every period, for reading)."""
-        if ids.dim() != 1:
-            raise ValueError(f"ids must have shape (n,), got shape {shape_of(ids)}")
+        require_tensor("ids", ids, ndim=1, integer=True)
+        require_index_range("ids", ids, 0, self.num_symbols)
         chars = [self.names()[i] for i in ids.tolist()]
         groups = ["".join(chars[k : k + self.period]) for k in range(0, len(chars), self.period)]
         return " ".join(groups)
@@ -108,8 +117,8 @@ class CharVocab:
     """Character-level vocabulary: one id per distinct character of ``text``, in sorted order."""
 
     def __init__(self, text: str) -> None:
-        if not text:
-            raise ValueError("need a non-empty text to build a vocabulary")
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"need a non-empty str to build a vocabulary, got {text!r:.40}")
         self.chars = sorted(set(text))
         self.index = {c: i for i, c in enumerate(self.chars)}
 
@@ -118,6 +127,8 @@ class CharVocab:
 
     def encode(self, text: str) -> Tensor:
         """``str`` of n characters -> ``(n,)`` int64 ids."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
         unknown = sorted(set(text) - set(self.index))
         if unknown:
             raise ValueError(f"characters not in the vocabulary: {unknown}")
@@ -125,8 +136,8 @@ class CharVocab:
 
     def decode(self, ids: Tensor) -> str:
         """``(n,)`` ids -> ``str``."""
-        if ids.dim() != 1:
-            raise ValueError(f"ids must have shape (n,), got shape {shape_of(ids)}")
+        require_tensor("ids", ids, ndim=1, integer=True)
+        require_index_range("ids", ids, 0, len(self.chars), f" (the vocabulary has {len(self.chars)} characters)")
         return "".join(self.chars[i] for i in ids.tolist())
 
 
@@ -144,6 +155,7 @@ def sample_windows(
     targets ``ids[s + 1 : s + block_size + 1]``.
     """
     require_positive(block_size=block_size, batch_size=batch_size)
+    require_tensor("ids", ids, integer=True)
     if ids.dim() != 1 or ids.shape[0] < block_size + 1:
         raise ValueError(f"ids must have shape (N,) with N >= block_size + 1 = {block_size + 1}, got {shape_of(ids)}")
     starts = torch.randint(0, ids.shape[0] - block_size, (batch_size,), generator=generator)
@@ -181,7 +193,11 @@ class CausalLM(nn.Module):
         causal: bool = True,
     ) -> None:
         super().__init__()
-        require_positive(vocab_size=vocab_size, max_len=max_len, d_model=d_model, num_layers=num_layers)
+        require_positive(vocab_size=vocab_size, max_len=max_len, d_model=d_model, num_heads=num_heads, num_layers=num_layers)
+        if d_ff is not None:
+            require_positive(d_ff=d_ff)
+        if not isinstance(causal, bool):
+            raise ValueError(f"causal must be True or False, got {causal!r}")
         if positions not in ("learned", "sinusoidal"):
             raise ValueError(f"positions must be 'learned' or 'sinusoidal', got {positions!r}")
         self.vocab_size, self.max_len, self.causal = vocab_size, max_len, causal
@@ -198,8 +214,10 @@ class CausalLM(nn.Module):
         self.head = nn.Linear(d_model, vocab_size)
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        require_tensor("tokens", tokens, integer=True)
         if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= self.max_len:
             raise ValueError(f"tokens must have shape (B, T) with 1 <= T <= max_len={self.max_len}, got {shape_of(tokens)}")
+        require_index_range("tokens", tokens, 0, self.vocab_size, f" (vocab_size={self.vocab_size})")
         T = tokens.shape[1]
         mask = causal_mask(T, device=tokens.device) if self.causal else None
         x = self.position(self.token_embedding(tokens))  # (B, T, d_model)
@@ -212,6 +230,8 @@ class CausalLM(nn.Module):
 
 def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean cross-entropy over all ``B * T`` positions: ``logits (B, T, V)``, ``targets (B, T)``."""
+    require_tensor("logits", logits, floating=True)
+    require_tensor("targets", targets, integer=True)
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(f"need logits (B, T, V) and targets (B, T), got {shape_of(logits)} and {shape_of(targets)}")
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
@@ -236,6 +256,7 @@ def train_lm(
     Returns the loss of every step; ``log_every > 0`` prints it every that many steps.
     """
     require_positive(steps=steps)
+    require_positive_float(lr=lr)
     device = next(model.parameters()).device
 
     def batch_loss(generator: torch.Generator) -> Tensor:
@@ -261,8 +282,9 @@ def generate(
     sample from ``softmax(logits / temperature)`` drawn with ``generator`` (CPU).
     Returns ``(B, P + num_new)`` (or ``(P + num_new,)``), prompt included.
     """
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    require_positive_float(allow_zero=True, temperature=temperature)
+    require_nonnegative_int(num_new=num_new)
+    require_tensor("prompt", prompt, integer=True)
     if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
         raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got {shape_of(prompt)}")
     was_training = model.training
@@ -288,6 +310,8 @@ def generation_accuracy(model: CausalLM, sequences: Tensor, prompt_len: int) -> 
     Returns ``(token accuracy, sequence accuracy)``: the share of generated tokens equal to the
     true ones, and the share of sequences continued without a single mistake.
     """
+    require_tensor("sequences", sequences, integer=True)
+    require_positive(prompt_len=prompt_len)
     if sequences.dim() != 2 or not 1 <= prompt_len < sequences.shape[1]:
         raise ValueError(f"need sequences (B, n) and 1 <= prompt_len < n, got {shape_of(sequences)}, prompt_len={prompt_len}")
     n = sequences.shape[1]
@@ -303,6 +327,5 @@ def stepwise_logits(model: CausalLM, tokens: Tensor) -> Tensor:
     ``tokens (B, T)`` -> ``(B, T, V)``, one forward pass per prefix (``T`` passes). For a causal
     model this equals ``model(tokens)[0]``; for a model without the mask it does not.
     """
-    if tokens.dim() != 2:
-        raise ValueError(f"tokens must have shape (B, T), got shape {shape_of(tokens)}")
+    require_tensor("tokens", tokens, ndim=2, integer=True)
     return torch.stack([model(tokens[:, : t + 1])[0][:, -1] for t in range(tokens.shape[1])], dim=1)

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..core.validation import require_index_range, require_positive_int, require_tensor
 from .training import train_steps
 
 
@@ -31,9 +32,7 @@ def recall_batch(
         query ``(B,)``: one of the example's keys;
         target ``(B,)``: the value stored with the query key.
     """
-    for name, size in (("batch_size", batch_size), ("num_pairs", num_pairs), ("num_keys", num_keys), ("num_values", num_values)):
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {size!r}")
+    require_positive_int(batch_size=batch_size, num_pairs=num_pairs, num_keys=num_keys, num_values=num_values)
     if num_pairs > num_keys:
         raise ValueError(f"num_pairs={num_pairs} different keys need num_keys >= num_pairs, got num_keys={num_keys}")
     keys = torch.rand(batch_size, num_keys, generator=generator).argsort(dim=-1)[:, :num_pairs]
@@ -58,9 +57,7 @@ class RecallAttention(nn.Module):
 
     def __init__(self, num_keys: int, num_values: int, d_model: int, d_k: int, scale: bool = True) -> None:
         super().__init__()
-        for name, size in (("num_keys", num_keys), ("num_values", num_values), ("d_model", d_model), ("d_k", d_k)):
-            if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {size!r}")
+        require_positive_int(num_keys=num_keys, num_values=num_values, d_model=d_model, d_k=d_k)
         self.scale, self.d_k = bool(scale), d_k
         self.key_embedding = nn.Embedding(num_keys, d_model)
         self.value_embedding = nn.Embedding(num_values, d_model)
@@ -72,17 +69,25 @@ class RecallAttention(nn.Module):
 
     def scores(self, keys: Tensor, query: Tensor) -> Tensor:
         """Attention scores ``(B, P)`` of each query against its example's keys."""
+        require_tensor("keys", keys, integer=True)
+        require_tensor("query", query, integer=True)
         if keys.dim() != 2 or query.shape != keys.shape[:1]:
             raise ValueError(f"keys must have shape (B, P) and query shape (B,), got {tuple(keys.shape)} and {tuple(query.shape)}")
+        num_keys = self.key_embedding.num_embeddings
+        require_index_range("keys", keys, 0, num_keys)
+        require_index_range("query", query, 0, num_keys)
         q = self.W_q(self.key_embedding(query))  # (B, d_k)
         k = self.W_k(self.key_embedding(keys))  # (B, P, d_k)
         s = (k @ q.unsqueeze(-1)).squeeze(-1)  # (B, P)
         return s / math.sqrt(self.d_k) if self.scale else s
 
     def forward(self, keys: Tensor, values: Tensor, query: Tensor) -> tuple[Tensor, Tensor]:
+        require_tensor("values", values, integer=True)
+        require_tensor("keys", keys)
         if values.shape != keys.shape:
             raise ValueError(f"keys and values must have the same shape (B, P), got {tuple(keys.shape)} and {tuple(values.shape)}")
         weights = torch.softmax(self.scores(keys, query), dim=-1)  # (B, P)
+        require_index_range("values", values, 0, self.value_embedding.num_embeddings)
         context = (weights.unsqueeze(1) @ self.value_embedding(values)).squeeze(1)  # (B, d_model)
         return self.readout(context), weights
 
@@ -108,8 +113,7 @@ def train_recall(
     ``eval_step``, held-out ``accuracy`` and ``correct_weight`` (mean attention
     weight on the matching key).
     """
-    if not isinstance(steps, int) or steps <= 0 or not isinstance(eval_every, int) or eval_every <= 0:
-        raise ValueError(f"steps and eval_every must be positive integers, got {steps!r} and {eval_every!r}")
+    require_positive_int(steps=steps, eval_every=eval_every, num_pairs=num_pairs, batch_size=batch_size, eval_size=eval_size)
     device = next(model.parameters()).device
     num_keys, num_values = model.key_embedding.num_embeddings, model.value_embedding.num_embeddings
     held_out = recall_batch(eval_size, num_pairs, num_keys, num_values, torch.Generator().manual_seed(12345))

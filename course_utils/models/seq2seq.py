@@ -13,13 +13,16 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..core.masks import padding_mask
+from ..core.masks import check_mask, padding_mask
 from ..core.scores import AdditiveScore
-from .seq2seq_data import PAD_ID, SOS_ID, decoder_inputs, truncate_after_eos
+from ..core.validation import require_index_range, require_nonnegative_int, require_positive_int, require_tensor, shape_of
+from .seq2seq_data import EOS_ID, PAD_ID, SOS_ID, decoder_inputs, truncate_after_eos
 
 
 def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
     """Softmax over the last axis where ``mask`` is True (may attend); masked entries get exactly 0."""
+    require_tensor("scores", scores, min_ndim=1, floating=True)
+    mask = check_mask(mask, scores.shape, device=scores.device)
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     return torch.softmax(scores, dim=-1) * mask
 
@@ -33,6 +36,14 @@ class _Seq2SeqBase(nn.Module):
 
     def __init__(self, vocab_size: int, emb_dim: int, hidden_dim: int, bidirectional: bool, pad_id: int) -> None:
         super().__init__()
+        require_positive_int(vocab_size=vocab_size, emb_dim=emb_dim, hidden_dim=hidden_dim)
+        if vocab_size <= EOS_ID:
+            raise ValueError(f"vocab_size must be at least {EOS_ID + 1} (<pad>, <sos>, <eos> come first), got {vocab_size}")
+        require_nonnegative_int(pad_id=pad_id)
+        if pad_id >= vocab_size:
+            raise ValueError(f"pad_id must be a token id in 0..{vocab_size - 1}, got {pad_id!r}")
+        if not isinstance(bidirectional, bool):
+            raise ValueError(f"bidirectional must be True or False, got {bidirectional!r}")
         self.vocab_size, self.hidden_dim, self.pad_id = vocab_size, hidden_dim, pad_id
         self.src_embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
         self.tgt_embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
@@ -50,13 +61,34 @@ class _Seq2SeqBase(nn.Module):
             enc_out ``(B, T_in, enc_dim)`` (zeros at padded positions), the initial
             decoder state ``s_0`` ``(B, H)``, and the source mask ``(B, 1, T_in)`` (True = real token).
         """
-        if src.dim() != 2 or lengths.shape != src.shape[:1]:
-            raise ValueError(f"need src (B, T_in) and lengths (B,), got {tuple(src.shape)} and {tuple(lengths.shape)}")
+        self.check_source(src, lengths)
         packed = pack_padded_sequence(self.src_embedding(src), lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, h_n = self.encoder(packed)  # h_n: (directions, B, H), the state after each direction's last real token
         enc_out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
         final = torch.cat(list(h_n), dim=-1)  # (B, enc_dim)
         return enc_out, torch.tanh(self.bridge(final)), padding_mask(src, self.pad_id)
+
+    def check_source(self, src: Tensor, lengths: Tensor) -> None:
+        """ValueError/TypeError unless ``src (B, T_in)`` holds ids of the vocabulary and ``lengths (B,)``
+        holds lengths ``1 .. T_in``, both integer tensors on the model's device."""
+        require_tensor("src", src, integer=True)
+        require_tensor("lengths", lengths, integer=True)
+        if src.dim() != 2 or lengths.shape != src.shape[:1]:
+            raise ValueError(f"need src (B, T_in) and lengths (B,), got {tuple(src.shape)} and {tuple(lengths.shape)}")
+        device = self.bridge.weight.device
+        if src.device != device or lengths.device != device:
+            raise ValueError(f"src and lengths must be on the model's device {device}, got {src.device} and {lengths.device}")
+        require_index_range("src", src, 0, self.vocab_size, f" (the vocabulary has {self.vocab_size} ids)")
+        require_index_range("lengths", lengths, 1, src.shape[1] + 1, f" (a source holds 1 to T_in={src.shape[1]} tokens)")
+
+    def check_target(self, tgt: Tensor, batch_size: int) -> None:
+        """ValueError/TypeError unless ``tgt`` is ``(B, T_out)`` ids of the vocabulary, on the model's device."""
+        require_tensor("tgt", tgt, integer=True)
+        if tgt.dim() != 2 or tgt.shape[0] != batch_size or tgt.shape[1] < 1:
+            raise ValueError(f"tgt must have shape (B={batch_size}, T_out) with T_out >= 1, got shape {shape_of(tgt)}")
+        if tgt.device != self.bridge.weight.device:
+            raise ValueError(f"tgt must be on the model's device {self.bridge.weight.device}, got {tgt.device}")
+        require_index_range("tgt", tgt, 0, self.vocab_size, f" (the vocabulary has {self.vocab_size} ids)")
 
     def start(self, src: Tensor, lengths: Tensor) -> tuple[tuple[Tensor, Tensor], Tensor]:
         """Encode; return the ``memory`` the decoder steps read and the first decoder state."""
@@ -85,7 +117,8 @@ class _Seq2SeqBase(nn.Module):
         Returns:
             logits ``(B, T_out, V)`` and attention weights ``(B, T_out, T_in)`` (None without attention).
         """
-        memory, s = self.start(src, lengths)
+        memory, s = self.start(src, lengths)  # checks src and lengths
+        self.check_target(tgt, src.shape[0])
         y_in = self.tgt_embedding(decoder_inputs(tgt))  # (B, T_out, emb_dim): <sos>, y_1, ..., y_{T_out - 1}
         features, weights = [], []
         for t in range(tgt.shape[1]):
@@ -103,6 +136,7 @@ class _Seq2SeqBase(nn.Module):
             tokens ``(B, max_len)`` with ``PAD_ID`` after the first ``EOS_ID``, and attention
             weights ``(B, max_len, T_in)`` (None without attention).
         """
+        require_positive_int(max_len=max_len)
         memory, s = self.start(src, lengths)
         y = torch.full((src.shape[0],), SOS_ID, dtype=torch.long, device=src.device)
         tokens, weights = [], []
@@ -157,6 +191,7 @@ class Seq2SeqWithAttention(_Seq2SeqBase):
         pad_id: int = PAD_ID,
     ) -> None:
         super().__init__(vocab_size, emb_dim, hidden_dim, bidirectional, pad_id)
+        require_positive_int(attn_dim=attn_dim)
         self.score = AdditiveScore(hidden_dim, self.enc_dim, attn_dim)
         self.decoder = nn.GRUCell(emb_dim + self.enc_dim, hidden_dim)
         self.out = nn.Linear(hidden_dim + self.enc_dim, vocab_size)

@@ -14,9 +14,12 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 from torch import Tensor
+
+from ..core.validation import require_positive_int, require_tensor, shape_of
 
 PAD_ID, SOS_ID, EOS_ID = 0, 1, 2
 SPECIAL_TOKENS = ("<pad>", "<sos>", "<eos>")
@@ -25,6 +28,7 @@ HELDOUT_SEED = 12345  # the held-out set is the same for every training seed
 
 def make_vocab(num_symbols: int = 9) -> list[str]:
     """Token strings by id: the three special tokens, then ``a, b, c, ...`` (``num_symbols`` of them)."""
+    require_positive_int(num_symbols=num_symbols)
     if not 1 <= num_symbols <= 26:
         raise ValueError(f"num_symbols must be between 1 and 26, got {num_symbols}")
     return list(SPECIAL_TOKENS) + [chr(ord("a") + i) for i in range(num_symbols)]
@@ -54,6 +58,7 @@ class ReversalData:
 
     def subset(self, index: Tensor) -> ReversalData:
         """The examples at ``index``, with padding trimmed to the longest of them."""
+        index = index.to(self.lengths.device)
         lengths = self.lengths[index]
         t_in = int(lengths.max())
         return ReversalData(self.src[index, :t_in], self.tgt[index, : t_in + 1], lengths)
@@ -66,6 +71,9 @@ def pad_batch(sequences: list[list[int]], pad_id: int = PAD_ID) -> Tensor:
     """Stack lists of ids of different lengths into ``(N, longest)``, filling with ``pad_id``."""
     if not sequences:
         raise ValueError("need at least one sequence to pad")
+    bad = [t for seq in sequences for t in seq if isinstance(t, bool) or not isinstance(t, Integral)]
+    if bad:
+        raise ValueError(f"sequences must hold integer token ids, got {bad[0]!r}")
     out = torch.full((len(sequences), max(len(s) for s in sequences)), pad_id, dtype=torch.long)
     for row, seq in enumerate(sequences):
         out[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
@@ -86,6 +94,7 @@ def make_reversal_data(
     Uses its own ``random.Random(seed)``, so the global random state is not touched.
     Sources that occur in ``exclude`` (e.g. the held-out set) are drawn again.
     """
+    require_positive_int(num_sequences=num_sequences, min_len=min_len, max_len=max_len, num_symbols=num_symbols)
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
     if num_sequences < 1:
@@ -125,9 +134,11 @@ def iterate_batches(
     so that a batch holds sources of (nearly) one length and wastes no decoder steps
     on padding.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    require_positive_int(batch_size=batch_size)
+    if not isinstance(data, ReversalData):
+        raise TypeError(f"data must be a ReversalData, got {type(data).__name__}")
     order = torch.randperm(len(data), generator=generator) if shuffle else torch.arange(len(data))
+    order = order.to(data.lengths.device)  # indices on the data's device (the generator's is the CPU)
     if by_length:
         order = order[torch.sort(data.lengths[order], stable=True).indices]
     batches = [order[start : start + batch_size] for start in range(0, len(data), batch_size)]
@@ -139,6 +150,9 @@ def iterate_batches(
 
 def decoder_inputs(tgt: Tensor, sos_id: int = SOS_ID) -> Tensor:
     """Teacher forcing input ``(B, T_out)``: ``SOS_ID`` followed by the target shifted right by one."""
+    require_tensor("tgt", tgt, integer=True)
+    if tgt.dim() != 2 or tgt.shape[1] < 1:
+        raise ValueError(f"tgt must have shape (B, T_out) with T_out >= 1, got shape {shape_of(tgt)}")
     return torch.cat([torch.full_like(tgt[:, :1], sos_id), tgt[:, :-1]], dim=1)
 
 
@@ -146,6 +160,8 @@ def to_tokens(ids, vocab: list[str], stop_at_eos: bool = True) -> list[str]:
     """Token strings for a 1-D sequence of ids, without ``<pad>``; up to and including the first ``<eos>``."""
     out = []
     for i in [int(i) for i in ids]:
+        if not 0 <= i < len(vocab):
+            raise ValueError(f"token id {i} is outside the vocabulary 0..{len(vocab) - 1}")
         if i == PAD_ID:
             continue
         out.append(vocab[i])
@@ -156,6 +172,7 @@ def to_tokens(ids, vocab: list[str], stop_at_eos: bool = True) -> list[str]:
 
 def truncate_after_eos(tokens: Tensor, eos_id: int = EOS_ID, pad_id: int = PAD_ID) -> Tensor:
     """Replace everything after the first ``eos_id`` of each row of ``(B, T)`` by ``pad_id``."""
+    require_tensor("tokens", tokens, ndim=2, integer=True)
     seen_eos = (tokens == eos_id).long().cumsum(dim=1)
     after = (seen_eos - (tokens == eos_id).long()) > 0  # strictly after the first EOS
     return tokens.masked_fill(after, pad_id)

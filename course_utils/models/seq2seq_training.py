@@ -10,6 +10,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..core.validation import (
+    require_nonnegative_int,
+    require_positive_float,
+    require_positive_int,
+    require_same_device_and_dtype,
+    require_tensor,
+)
 from .seq2seq_data import PAD_ID, ReversalData, iterate_batches
 
 
@@ -24,7 +31,9 @@ class TrainHistory:
 
 def sequence_loss(logits: Tensor, tgt: Tensor, pad_id: int = PAD_ID) -> Tensor:
     """Mean cross-entropy over the non-pad target tokens: logits ``(B, T_out, V)``, tgt ``(B, T_out)``."""
-    if logits.shape[:2] != tgt.shape:
+    require_tensor("logits", logits, floating=True)
+    require_tensor("tgt", tgt, integer=True)
+    if logits.dim() != 3 or logits.shape[:2] != tgt.shape:
         raise ValueError(f"logits (B, T_out, V) and tgt (B, T_out) do not fit: {tuple(logits.shape)}, {tuple(tgt.shape)}")
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=pad_id)
 
@@ -60,6 +69,14 @@ def train_seq2seq(
     The model is moved to ``device`` and left in training mode. Returns the loss
     history and the wall time of the training in seconds.
     """
+    _check_data(data)
+    require_positive_int(epochs=epochs, batch_size=batch_size)
+    require_nonnegative_int(seed=seed)
+    require_positive_float(lr=lr)
+    if clip is not None:
+        require_positive_float(clip=clip)
+    if final_lr is not None:
+        require_positive_float(allow_zero=True, final_lr=final_lr)
     device = torch.device(device)
     model.to(device).train()
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
@@ -96,6 +113,11 @@ def train_seq2seq(
     return history
 
 
+def _check_data(data: ReversalData) -> None:
+    if not isinstance(data, ReversalData):
+        raise TypeError(f"data must be a ReversalData (make_reversal_data), got {type(data).__name__}")
+
+
 def _forked_rng(device: torch.device):
     """Context manager: restore, on exit, the global RNG states of the CPU and of ``device``."""
     if device.type == "cpu":
@@ -110,18 +132,27 @@ def _forked_rng(device: torch.device):
 def predict(
     model: nn.Module, data: ReversalData, *, device: torch.device | str = "cpu", batch_size: int = 500
 ) -> Tensor:
-    """Greedy predictions ``(N, T_out)`` on the CPU, aligned with ``data.tgt`` (``PAD_ID`` after ``EOS_ID``)."""
+    """Greedy predictions ``(N, T_out)`` aligned with ``data.tgt`` (``PAD_ID`` after ``EOS_ID``).
+
+    The model runs on ``device``; the predictions are on the device of ``data`` (the CPU for data
+    made by ``make_reversal_data``), so they compare directly with ``data.tgt``.
+    """
+    _check_data(data)
+    require_positive_int(batch_size=batch_size)
     model.to(device).eval()
     out = torch.full_like(data.tgt, PAD_ID)
     for start in range(0, len(data), batch_size):
-        index = torch.arange(start, min(start + batch_size, len(data)))
+        index = torch.arange(start, min(start + batch_size, len(data)), device=out.device)
         batch = data.subset(index).to(device)
         tokens, _ = model.greedy_decode(batch.src, batch.lengths, max_len=batch.tgt.shape[1])
-        out[index, : tokens.shape[1]] = tokens.cpu()
+        out[index, : tokens.shape[1]] = tokens.to(out.device)
     return out
 
 
 def _check_pred(pred: Tensor, target: Tensor) -> None:
+    require_tensor("pred", pred, integer=True)
+    require_tensor("target", target, integer=True)
+    require_same_device_and_dtype(same_dtype=False, pred=pred, target=target)
     if pred.shape != target.shape or pred.dim() != 2:
         raise ValueError(f"pred and target must both have shape (N, T_out), got {tuple(pred.shape)} and {tuple(target.shape)}")
 
@@ -130,6 +161,8 @@ def token_accuracy(pred: Tensor, target: Tensor, pad_id: int = PAD_ID) -> float:
     """Fraction of the non-pad target tokens (``<eos>`` included) that ``pred`` gets right, pooled over all sequences."""
     _check_pred(pred, target)
     real = target != pad_id
+    if not real.any():
+        raise ValueError(f"target {tuple(target.shape)} holds only padding (pad_id={pad_id}): no token to score")
     return ((pred == target) & real).sum().item() / real.sum().item()
 
 
@@ -152,6 +185,8 @@ def accuracy_by_length(
     Returns ``{source length: accuracy}`` with int keys, sorted by length.
     """
     _check_pred(pred, target)
+    require_tensor("lengths", lengths, integer=True)
+    require_same_device_and_dtype(same_dtype=False, pred=pred, lengths=lengths)
     if lengths.shape != pred.shape[:1]:
         raise ValueError(f"lengths must have shape ({pred.shape[0]},), got {tuple(lengths.shape)}")
     metric = exact_match_accuracy if exact else token_accuracy

@@ -7,6 +7,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from ..core.validation import require_nonnegative_int, require_positive_float, require_positive_int
+
 
 def train_steps(
     model: nn.Module,
@@ -27,8 +29,11 @@ def train_steps(
     gradient norm (None: no clipping). ``log_every > 0`` prints the loss every
     that many steps; ``on_step(step)`` (1-based) runs after every step.
     """
-    if not isinstance(steps, int) or steps <= 0:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    require_positive_int(steps=steps)
+    require_nonnegative_int(log_every=log_every)
+    require_positive_float(lr=lr)
+    if clip is not None:
+        require_positive_float(clip=clip)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()

@@ -3,35 +3,29 @@
 Run from the repository root:
 
     python -m course_utils.tooling.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
+    python -m course_utils.tooling.nbtools execute --jobs 2         # the same, two notebooks at a time
     python -m course_utils.tooling.nbtools students [SOLUTION ...]  # only regenerate + run student versions
     python -m course_utils.tooling.nbtools benchmark [NOTEBOOK ...] # wall time and peak memory table
 
-Exercise notebooks have one source of truth, ``notebooks/solutions/NN_name.ipynb``.
-Inside its code cells, a solution region is marked like this::
-
-    def causal_mask(n):
-        ### BEGIN SOLUTION
-        return torch.ones(n, n, dtype=torch.bool).tril()
-        ### END SOLUTION
-
-The student version ``notebooks/NN_name.ipynb`` has each region replaced by
-``raise NotImplementedError(...)`` at the marker's indentation.
+Exercise notebooks have one source of truth, ``notebooks/solutions/NN_name.ipynb``; their
+student versions in ``notebooks/`` are generated from it (``student_versions``) and stored
+after a run that must raise no error.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import time
 from pathlib import Path
 
 import nbformat
 
+from . import student_versions
+from .student_versions import BEGIN, END, STUB, student_source  # noqa: F401 (the names tests and tools use)
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = NOTEBOOKS / "solutions"
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-STUB = 'raise NotImplementedError("Your turn: replace this line with your code.")'
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 CELL_TIMEOUT = 600
 # Where the course lives on GitHub: the Binder and Colab links and the Colab set-up cell use it.
@@ -39,7 +33,7 @@ CELL_TIMEOUT = 600
 REPOSITORY = "attention-course/attention-mechanisms"
 BRANCH = "main"
 BADGES_TAG, COLAB_TAG = "course-badges", "colab-setup"
-COLAB_SETUP = f'''# On Google Colab only: fetch the course's helper package and data. Elsewhere this cell does nothing.
+COLAB_SETUP = f'''# @title Colab set-up (on Colab only: fetches the course's package and data; elsewhere it does nothing)
 import sys
 
 if "google.colab" in sys.modules:
@@ -87,50 +81,27 @@ def add_header(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
     if code is not None and COLAB_TAG in code.metadata.get("tags", []):
         code.source = COLAB_SETUP
     else:
-        at = nb.cells.index(code) if code is not None else len(nb.cells)
-        nb.cells.insert(at, nbformat.v4.new_code_cell(COLAB_SETUP, metadata={"tags": [COLAB_TAG]}))
+        code = nbformat.v4.new_code_cell(COLAB_SETUP, metadata={"tags": [COLAB_TAG]})
+        nb.cells.insert(_first_code_index(nb), code)
+    # Collapsed: JupyterLab hides the source, Colab shows the cell as a titled form.
+    code.metadata["jupyter"] = {"source_hidden": True}
+    code.metadata["cellView"] = "form"
     return nb
+
+
+def _first_code_index(nb: nbformat.NotebookNode) -> int:
+    return next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
 
 
 def is_student_version(nb: nbformat.NotebookNode) -> bool:
     return nb.metadata.get("course", {}).get("role") == "student"
 
 
-def student_source(source: str) -> str:
-    """Replace every solution region of one cell's source with the stub."""
-    out, inside = [], False
-    for line in source.splitlines():
-        marker = line.strip()
-        if marker == BEGIN:
-            if inside:
-                raise ValueError(f"nested {BEGIN!r} in cell:\n{source}")
-            inside = True
-            out.append(line[: len(line) - len(line.lstrip())] + STUB)
-        elif marker == END:
-            if not inside:
-                raise ValueError(f"{END!r} without {BEGIN!r} in cell:\n{source}")
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
-        raise ValueError(f"{BEGIN!r} without {END!r} in cell:\n{source}")
-    return "\n".join(out)
-
-
 def make_student_notebook(solution: nbformat.NotebookNode, student_path: Path | None = None) -> nbformat.NotebookNode:
-    """The student version of a solution notebook: stubs instead of solutions, outputs cleared,
-    and (given its path) badges that open the student version itself."""
-    nb = copy.deepcopy(solution)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.source = student_source(cell.source)
-            cell.outputs, cell.execution_count = [], None
-    nb.metadata["course"] = {"role": "student", "generated_from": f"solutions/{_name(solution)}"}
+    """The student version of a solution notebook (see ``student_versions``) and, given its path,
+    the header whose badges open the student version itself."""
+    nb = student_versions.make_student_notebook(solution)
     return add_header(nb, student_path) if student_path is not None else nb
-
-
-def _name(nb: nbformat.NotebookNode) -> str:
-    return nb.metadata.get("course", {}).get("file", "")
 
 
 def _kernel_manager():
@@ -173,21 +144,39 @@ def tidy(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
 
 def execute_in_place(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
-    student = is_student_version(nb)
-    execute(add_header(nb, path), path.parent, allow_errors=student)
+    execute(add_header(nb, path), path.parent)
     nbformat.write(tidy(nb, path), path)
 
 
-def write_students(solution_paths: list[Path] | None = None) -> list[Path]:
-    """Regenerate the student versions of these solutions (default: all) and run them (errors allowed)."""
-    written = []
-    for solution_path in solution_paths or sorted(SOLUTIONS.glob("*.ipynb")):
-        solution = tidy(nbformat.read(solution_path, as_version=4), solution_path)
-        student_path = NOTEBOOKS / solution_path.name
-        nb = execute(make_student_notebook(solution, student_path), student_path.parent, allow_errors=True)
-        nbformat.write(tidy(nb, student_path), student_path)
-        written.append(student_path)
-    return written
+def write_student(solution_path: Path) -> Path:
+    """Regenerate the student version of one solution and run it: a fresh student notebook must
+    run to its last cell without an error (unfinished tasks print one line)."""
+    solution = tidy(nbformat.read(solution_path, as_version=4), solution_path)
+    student_path = NOTEBOOKS / solution_path.name
+    nb = execute(make_student_notebook(solution, student_path), student_path.parent)
+    nbformat.write(tidy(nb, student_path), student_path)
+    return student_path
+
+
+def write_students(solution_paths: list[Path] | None = None, jobs: int = 1) -> list[Path]:
+    """Regenerate and run the student versions of these solutions (default: all), ``jobs`` at a time."""
+    return _map(write_student, solution_paths or sorted(SOLUTIONS.glob("*.ipynb")), jobs)
+
+
+def _map(fn, items: list, jobs: int) -> list:
+    """``[fn(x) for x in items]``, in ``jobs`` processes when ``jobs > 1`` (each notebook has its own kernel)."""
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(fn, items))
+
+
+def _execute_timed(path: Path) -> str:
+    start = time.perf_counter()
+    execute_in_place(path)
+    return f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s"
 
 
 def benchmark(paths: list[Path]) -> str:
@@ -202,7 +191,7 @@ def benchmark(paths: list[Path]) -> str:
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(probe)
         start = time.perf_counter()
-        execute(nb, path.parent, allow_errors=is_student_version(nb))
+        execute(nb, path.parent)
         seconds = time.perf_counter() - start
         mib = float(nb.cells[-1].outputs[-1].text)
         rows.append(f"| {path.relative_to(ROOT)} | {seconds:.1f} | {mib:.0f} |")
@@ -217,23 +206,24 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.nbtools", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["execute", "students", "benchmark"])
     parser.add_argument("notebooks", nargs="*", help="notebook paths (default: all)")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once by execute/students (default 1)")
     args = parser.parse_args(argv)
     if args.command == "execute":
         # No paths: every lesson and solution notebook, then the student versions.
+        paths = []
         for path in _paths(args.notebooks):
-            start = time.perf_counter()
-            nb = nbformat.read(path, as_version=4)
-            if is_student_version(nb):
+            if is_student_version(nbformat.read(path, as_version=4)):
                 print(f"skip {path.relative_to(ROOT)} (student version: use 'students')")
-                continue
-            execute_in_place(path)
-            print(f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+            else:
+                paths.append(path)
+        for line in _map(_execute_timed, paths, args.jobs):
+            print(line)
         if not args.notebooks:
-            for path in write_students():
+            for path in write_students(jobs=args.jobs):
                 print(f"wrote {path.relative_to(ROOT)}")
     elif args.command == "students":
         solutions = [Path(a).resolve() for a in args.notebooks] or None
-        for path in write_students(solutions):
+        for path in write_students(solutions, jobs=args.jobs):
             print(f"wrote {path.relative_to(ROOT)}")
     else:
         print(benchmark(_paths(args.notebooks)))

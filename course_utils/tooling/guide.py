@@ -1,0 +1,140 @@
+"""Fill the generated parts of INSTRUCTORS.md: the notebook table and what each exercise's checkers catch.
+
+    python -m course_utils.tooling.guide                              # reading times, checkers; keeps run times
+    python -m course_utils.tooling.guide --run notebooks/01_*.ipynb   # benchmark these notebooks first
+    python -m course_utils.tooling.guide --benchmark bench.md         # or read a saved benchmark table
+
+Run times come from ``nbtools benchmark`` (its Markdown table: wall seconds and peak kernel memory
+per notebook; for an exercise, its solution notebook is what a finished student notebook costs).
+A notebook not measured yet keeps its previous figure, or shows TO BE MEASURED. Reading time is
+estimated from word counts: prose at 200 words a minute plus code at 10 lines a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "INSTRUCTORS.md"
+TABLE = ("<!-- notebook-table:start -->", "<!-- notebook-table:end -->")
+CATCHES = ("<!-- checkers:start -->", "<!-- checkers:end -->")
+UNMEASURED = "TO BE MEASURED"
+WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 200, 10
+
+# notebook number: (core or optional, prerequisites, learning outcomes)
+PLAN = {
+    "01": ("core", "Python, NumPy, matrix products", "compute softmax(QK^T/sqrt(d_k))V by hand and in code; why the sqrt(d_k); padding masks; four score functions"),
+    "02": ("core", "01", "read attention heatmaps; tell a real pattern from an artefact of the input"),
+    "03": ("core", "01", "split into heads and merge back; count parameters; match nn.MultiheadAttention and its inverted mask"),
+    "04": ("core", "01, a little of RNNs", "additive (Bahdanau) attention in a GRU encoder-decoder; read where it looks while it writes"),
+    "05": ("core (exercise)", "01, 03", "write a causal mask and masked attention; test a layer for leaks from the future"),
+    "06": ("core (exercise)", "03, 05", "predict cross-attention shapes; build a cross-attention layer with a padding mask"),
+    "07": ("core (exercise)", "03", "measure heads by attention entropy and mean attention distance; label heads local or global"),
+    "08": ("core (exercise)", "04", "token accuracy, exact match and accuracy by length; attention vs no attention as sources grow"),
+    "09": ("core", "03", "why attention ignores order; sinusoidal and learned positions; a Transformer block from the course's parts"),
+    "10": ("optional", "01", "measure softmax saturation without scaling; sparsemax and top-k attention"),
+    "11": ("core", "05, 09", "next-token prediction with causal self-attention; generate text from a tiny GPT"),
+    "12": ("optional", "07", "how the number of heads changes accuracy and what each head does"),
+    "13": ("optional", "04", "define closeness to the anti-diagonal and follow it over 20 epochs"),
+    "14": ("optional", "01", "time and memory of attention as the sequence grows; fused scaled_dot_product_attention"),
+}
+
+
+def reading_minutes(path: Path) -> int:
+    """Estimated minutes to read a notebook's prose and code, rounded up to 5."""
+    nb = nbformat.read(path, as_version=4)
+    words = sum(len(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    code = sum(len([line for line in c.source.splitlines() if line.strip()]) for c in nb.cells if c.cell_type == "code")
+    minutes = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
+    return int(-(-minutes // 5) * 5)
+
+
+def parse_benchmark(text: str) -> dict[str, str]:
+    """{notebook number: "wall s / peak MiB"} from nbtools' benchmark table; solutions win for exercises."""
+    found: dict[str, tuple[bool, str]] = {}
+    for line in text.splitlines():
+        m = re.match(r"\|\s*(\S+\.ipynb)\s*\|\s*([\d.]+)\s*\|\s*(\d+)\s*\|", line)
+        if m:
+            path, seconds, mib = m.groups()
+            number, solution = Path(path).name[:2], "/solutions/" in path
+            if number not in found or solution or not found[number][0]:
+                found[number] = (solution, f"{float(seconds):.0f} s, {mib} MiB")
+    return {number: figure for number, (_, figure) in found.items()}
+
+
+def current_runtimes(guide: str) -> dict[str, str]:
+    """The run times already in the guide's table (so a partial benchmark keeps the others)."""
+    out = {}
+    for line in guide.split(TABLE[0])[-1].split(TABLE[1])[0].splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) >= 5 and re.match(r"\d\d", cells[0].strip("`")):
+            out[cells[0].strip("`")[:2]] = cells[4]
+    return out
+
+
+def notebook_table(runtimes: dict[str, str]) -> str:
+    rows = ["| notebook | core or optional | prerequisites | reading (estimate) | run time, peak memory (measured) | learning outcomes |",
+            "| --- | --- | --- | ---: | ---: | --- |"]
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]*.ipynb")):
+        number = path.name[:2]
+        kind, needs, outcomes = PLAN.get(number, ("?", "?", "?"))
+        source = ROOT / "notebooks" / "solutions" / path.name
+        minutes = reading_minutes(source if source.exists() else path)
+        runtime = runtimes.get(number) or UNMEASURED
+        rows.append(f"| `{path.stem}` | {kind} | {needs} | {minutes} min | {runtime} | {outcomes} |")
+    return "\n".join(rows)
+
+
+def checker_catches() -> str:
+    """Per exercise, the named mistakes of its checkers' test banks (tests/test_checkers_NN.py)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    lines = []
+    for path in sorted((ROOT / "tests").glob("test_checkers_[0-9][0-9].py")):
+        module = importlib.import_module(path.stem)
+        banks = [(name, value) for name, value in vars(module).items()
+                 if isinstance(value, dict) and "WRONG" in name and value]
+        lines.append(f"**{path.stem[-2:]}**: "
+                     + sum(len(bank) for _, bank in banks).__str__() + " named mistakes, each rejected with its hint.")
+        for name, bank in banks:
+            keys = [k if isinstance(k, str) else getattr(k, "__name__", str(k)).replace("_", " ") for k in bank]
+            lines.append(f"- {name.replace('_', ' ').lower()}: " + "; ".join(keys))
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def replace_between(text: str, markers: tuple[str, str], body: str) -> str:
+    start, end = markers
+    head, rest = text.split(start, 1)
+    return f"{head}{start}\n{body}\n{end}{rest.split(end, 1)[1]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.guide", description=__doc__.split("\n")[0])
+    parser.add_argument("--run", nargs="*", type=Path, default=[], help="benchmark these notebooks now")
+    parser.add_argument("--benchmark", type=Path, help="a saved `nbtools benchmark` table")
+    args = parser.parse_args(argv)
+    guide = GUIDE.read_text(encoding="utf-8")
+    runtimes = current_runtimes(guide)
+    if args.benchmark:
+        runtimes.update(parse_benchmark(args.benchmark.read_text(encoding="utf-8")))
+    if args.run:
+        from .nbtools import benchmark
+
+        table = benchmark([p.resolve() for p in args.run])
+        print(table)
+        runtimes.update(parse_benchmark(table))
+    guide = replace_between(guide, TABLE, notebook_table({k: v for k, v in runtimes.items() if v != UNMEASURED}))
+    guide = replace_between(guide, CATCHES, checker_catches())
+    GUIDE.write_text(guide, encoding="utf-8")
+    print(f"updated {GUIDE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
