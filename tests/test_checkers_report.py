@@ -13,7 +13,9 @@ import importlib
 import math
 import subprocess
 import sys
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -499,6 +501,30 @@ def test_answers_that_mutate_what_they_are_given_do_not_poison_later_checks(caps
                              (checkers.check_leaks_future, mutate_layer_input, leaks_future)]:
         assert not check(bad, seed=4)
         assert check(good, seed=4), capsys.readouterr().out
+
+
+# --- the exercise notebooks use the checkers as promised ----------------------------------------------
+
+SOLUTIONS = sorted((Path(__file__).resolve().parent.parent / "notebooks" / "solutions").glob("0[5-8]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.name for p in SOLUTIONS])
+def test_exercise_notebooks_explain_the_verdicts_and_end_with_a_check_everything_cell(path):
+    cells = nbformat.read(path, as_version=4).cells
+    intro = "\n".join(c.source for c in cells[:3] if c.cell_type == "markdown")
+    for words in ("`[correct]`", "`[try again]`", "`[not yet]`", f"notebooks/solutions/{path.name}"):
+        assert words in intro, (path.name, words)
+    quiz = next(i for i, c in enumerate(cells) if c.source.startswith("## Self-check quiz"))
+    check_all = cells[quiz - 1]
+    assert check_all.cell_type == "code" and "summarize(" in check_all.source
+    checks = {c.source.split("(")[0] for c in cells if c.cell_type == "code" and c.source.startswith("check_")}
+    assert len(checks) == 3 and all(f"    {name}(" in check_all.source for name in checks), (checks, check_all.source)
+    for cell in cells:
+        if cell.cell_type == "code" and "check_" in cell.source:
+            assert not [o for o in cell.outputs if o.output_type == "execute_result"], cell.source  # no Out[] echo
+            lines = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream").splitlines()
+            verdicts = [line for line in lines if line.startswith("[")]
+            assert all(line.startswith(("[correct]", "[try again]", "[not yet]")) for line in verdicts)
 
 
 def test_a_check_without_hidden_cases_blames_the_student_only_for_the_students_errors(capsys):

@@ -248,6 +248,17 @@ def report(task: str, check: Callable[[int], None] | Callable[[], None], seed: i
     return result
 
 
+def summarize(*results: CheckResult) -> None:
+    """Print one line for a notebook's "check everything" cell: how many of its tasks pass, and which do not."""
+    passed = sum(bool(r) for r in results)
+    if passed == len(results):
+        print(f"[correct] all {len(results)} tasks of this notebook pass.")
+        return
+    left = ", ".join(f"{r.task} ({r.status})" for r in results if not r)
+    marker = "[not yet]" if all(r.status == "not done" for r in results if not r) else "[try again]"
+    print(f"{marker} {passed} of {len(results)} tasks pass; still to do: {left}.")
+
+
 def expect_tensor(value, what: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         kind = "a NumPy array" if type(value).__module__ == "numpy" else type(value).__name__
