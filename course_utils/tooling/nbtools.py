@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("command", choices=["execute", "students", "benchmark"])
     parser.add_argument("notebooks", nargs="*", help="notebook paths (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once by execute/students (default 1)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # --jobs before or after the notebook paths
     if args.command == "execute":
         # No paths: every lesson and solution notebook, then the student versions.
         paths = []
