@@ -141,6 +141,10 @@ def _reading_outputs(outputs: list) -> list:
     return kept
 
 
+def _published() -> set[str]:
+    return {f"notebooks/{p.name}" for p in NOTEBOOKS.glob("*.ipynb")}
+
+
 def page_notebook(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
     """The copy of the notebook at ``path`` that the site shows (see the module's docstring)."""
     nb = copy.deepcopy(nb)
@@ -152,6 +156,8 @@ def page_notebook(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNod
             continue
         if cell.cell_type == "code":
             cell.outputs = _reading_outputs(cell.outputs)
+        else:  # a link to another notebook stays a page link; one to any other file goes to GitHub
+            cell.source = rewrite_links(cell.source, "notebooks", "notebooks", _published())
         cells.append(cell)
     # The launch links go right under the title (the badges cell stands above it).
     title = next((c for c in cells if c.cell_type == "markdown" and re.search(r"^# ", c.source, re.M)), None)
