@@ -19,8 +19,6 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import course_utils
 from course_utils.core import attention, masks, metrics
@@ -276,11 +274,13 @@ def test_a_profiler_already_running_keeps_running():
 # --- hidden random cases ------------------------------------------------------------------------
 
 
-@settings(max_examples=3, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**31 - 1))
-def test_right_answers_pass_every_random_draw(seed):
-    for check, answer in SOLVED.values():
-        assert check(answer, seed=seed), (check.__name__, seed)
+@pytest.mark.parametrize("name", SOLVED)
+def test_right_answers_pass_every_random_draw(name, capsys):
+    # Many draws, not a few: a mis-grade hid for weeks behind one draw in ~100 (accuracy_by_length took
+    # a batch whose source lengths happened to be consecutive, [6, 7, 8], for a student's range()).
+    check, answer = SOLVED[name]
+    wrong = [s for s in range(100) if not check(answer, seed=s)]
+    assert not wrong, (name, wrong[:5], capsys.readouterr().out[:2000])
 
 
 def test_the_seed_is_fresh_each_run_and_repeats_the_cases(capsys):

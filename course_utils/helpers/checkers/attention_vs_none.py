@@ -216,7 +216,7 @@ def _check_by_length_once(fn, pred, target, lengths) -> None:
     if got_keys < want:
         raise Hint(f"lengths {sorted(want - got_keys)} are missing: every source length present in the batch "
                    "needs a key, the shortest and the longest included.")
-    if got_keys == set(range(min(got_keys), max(got_keys) + 1)) and got_keys & want:
+    if got_keys != want and got_keys == set(range(min(got_keys), max(got_keys) + 1)) and got_keys & want:
         raise Hint(f"your keys {sorted(got_keys)} look like a range of lengths, but the source lengths present are "
                    f"{sorted(want)}: a range can skip the longest length (range stops before its end) and include "
                    "lengths with no sequences. Use the lengths present, e.g. torch.unique(src_lengths).")
