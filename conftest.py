@@ -6,9 +6,19 @@
   an instructor's GPU machine reproduces the stored outputs too. `COURSE_DEVICE=cuda pytest`
   runs every notebook's training on the GPU instead (outputs that depend on the device are
   not compared; the assertions in the cells still hold).
+- Trainings are remembered between runs (course_utils/models/training_cache.py): the kernels get
+  COURSE_TRAINING_CACHE, a folder under ~/.cache (or $XDG_CACHE_HOME), so a model trained with
+  the same code, inputs and machine arithmetic as before is loaded, not trained again. The first
+  run trains everything; `COURSE_TRAINING_CACHE=off pytest` always does (CI's second pass).
+  Unit tests never use it.
 - Outputs are sanitized with tests/nbval_sanitize.cfg (addresses, timings, rates).
-- Student versions of the exercise notebooks are validated like every other notebook: stored
-  from a fresh run, they must run to the end with no error.
+- Two tiers. The README's `pytest` runs the unit tests and every lesson and solution notebook.
+  The `slow` tier (`pytest -m slow`; CI runs it) holds what takes minutes and repeats code
+  the first tier already ran: the student versions of the notebooks that have a solution twin
+  (nbval runs them top to bottom, no task done, no error allowed; tests/test_student_notebooks.py
+  checks in the first tier that they are the up-to-date stubs of their solutions), JupyterLab in
+  Chromium (tests/test_browser.py) and the grader on a class folder (tests/test_grade.py).
+  `pytest -m ""` runs both tiers.
 """
 
 import os
@@ -16,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 os.environ.setdefault("COURSE_DEVICE", "cpu")  # inherited by the notebook kernels nbval starts
+_CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+os.environ.setdefault("COURSE_TRAINING_CACHE", str(_CACHE_HOME / "attention-course" / "trained-models"))
 
 
 def pytest_configure(config):
@@ -24,10 +36,23 @@ def pytest_configure(config):
     import torch
 
     torch.set_num_threads(1)
+    from course_utils.models import training_cache
+
+    training_cache.enabled_in_this_process = False  # the kernels nbval starts have it on
     if hasattr(config.option, "nbval_current_env"):
         config.option.nbval_current_env = True
         if not config.option.nbval_sanitize_with:
             config.option.nbval_sanitize_with = str(ROOT / "tests" / "nbval_sanitize.cfg")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Student versions (notebooks/NN_x.ipynb with a twin in notebooks/solutions/) are `slow`."""
+    import pytest
+
+    for item in items:
+        path = Path(str(item.fspath))
+        if path.suffix == ".ipynb" and path.parent == ROOT / "notebooks" and (path.parent / "solutions" / path.name).exists():
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -12,6 +12,8 @@ Binder: start JupyterLab, open a notebook, Run > Run All Cells, and look at the 
   browser of its own) is never needed.
 - Without Chromium or Playwright the test is skipped on a developer's machine, but in CI
   (environment variable ``CI`` set) it fails: .ci/run installs both.
+- It is in the ``slow`` tier (about a minute): the README's ``pytest`` leaves it out, and
+  ``pytest -m slow`` (which CI runs) runs it.
 
 To run a course notebook instead of (or besides) the generated demo, add its path
 relative to the repository root to ``BROWSER_NOTEBOOKS``, with True if it shows widgets;
@@ -39,6 +41,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+pytestmark = pytest.mark.slow  # JupyterLab in Chromium: about a minute; `pytest -m slow`
 
 ROOT = Path(__file__).resolve().parent.parent
 

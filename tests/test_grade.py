@@ -25,7 +25,8 @@ def _digest(folder: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Grade the committed folder once (two kernels at a time, short limits); rows by submission."""
+    """Grade the committed folder once (two kernels at a time, short limits); rows by submission.
+    About a minute, so the tests that use it are in the ``slow`` tier (``pytest -m slow``)."""
     out = tmp_path_factory.mktemp("grades") / "grades.csv"
     before = _digest(SUBMISSIONS)
     assert grade.main([str(SUBMISSIONS), "--out", str(out), "--timeout", "20", "--jobs", "2", "--memory", "3"]) == 0
@@ -99,6 +100,7 @@ COLUMNS = {"05_causal_mask": ["causal_mask", "masked_attention", "leaks_future"]
            "08_attention_vs_no_attention": ["token_accuracy", "exact_match", "accuracy_by_length"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("submission", sorted(EXPECTED))
 def test_row(graded, submission):
     exercise, correct, starts = EXPECTED[submission]
@@ -111,11 +113,13 @@ def test_row(graded, submission):
     assert int(row["tasks"]) == (3 if exercise else 0)
 
 
+@pytest.mark.slow
 def test_package_calling_answer_is_wrong(graded):
     row = graded["rows"]["trent/05_causal_mask.ipynb"]
     assert row["causal_mask"].startswith("wrong: calls the course's own causal_mask"), row["causal_mask"]
 
 
+@pytest.mark.slow
 def test_table_shape_and_order(graded):
     assert graded["header"] == ("submission,exercise,correct,tasks,causal_mask,masked_attention,leaks_future,"
                                 "token_accuracy,exact_match,accuracy_by_length")
@@ -124,12 +128,14 @@ def test_table_shape_and_order(graded):
     assert "/tmp" not in text and "course-grade-" not in text and "COURSE-GRADE" not in text
 
 
+@pytest.mark.slow
 def test_submissions_never_modified_and_writes_stay_in_the_temporary_folder(graded):
     assert graded["unchanged"]
     assert not (SUBMISSIONS / "heidi" / "files" / "notes.txt").exists()
     assert not (SUBMISSIONS / "course_utils").exists() and not (ROOT / "notes.txt").exists()
 
 
+@pytest.mark.slow
 def test_class_report(graded):
     md = graded["out"].with_name("grades_report.md").read_text(encoding="utf-8")
     assert "### causal_mask: " in md and "no scaling" in md and "upper triangle" in md

@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from ..core.multihead import MultiHeadAttention
 from ..core.validation import require_index_range, require_nonnegative_int, require_positive_int, require_tensor
 from .training import train_steps
+from .training_cache import remembered
 
 
 class ToyBatch(NamedTuple):
@@ -179,6 +180,7 @@ def evaluate(model: HeadsModel, batch: ToyBatch) -> dict[str, float]:
     return result
 
 
+@remembered()
 def train_heads_model(
     model: HeadsModel,
     steps: int = 300,

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from ..core.validation import require_index_range, require_positive_int, require_tensor
 from .training import train_steps
+from .training_cache import remembered
 
 
 def recall_batch(
@@ -92,6 +93,7 @@ class RecallAttention(nn.Module):
         return self.readout(context), weights
 
 
+@remembered()
 def train_recall(
     model: RecallAttention,
     *,

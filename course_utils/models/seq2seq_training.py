@@ -18,6 +18,7 @@ from ..core.validation import (
     require_tensor,
 )
 from .seq2seq_data import PAD_ID, ReversalData, iterate_batches
+from .training_cache import remembered
 
 
 @dataclass
@@ -38,6 +39,7 @@ def sequence_loss(logits: Tensor, tgt: Tensor, pad_id: int = PAD_ID) -> Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=pad_id)
 
 
+@remembered(callback="on_epoch_end")
 def train_seq2seq(
     model: nn.Module,
     data: ReversalData,

@@ -27,12 +27,14 @@ CATCHES = ("<!-- checkers:start -->", "<!-- checkers:end -->")
 UNMEASURED = "TO BE MEASURED"
 WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 200, 10
 
-# notebook number: (core or optional, prerequisites, learning outcomes)
+# notebook key ("01", "01b"): (core or optional, prerequisites, learning outcomes)
 PLAN = {
     "01": ("core", "Python, NumPy, matrix products", "compute softmax(QK^T/sqrt(d_k))V by hand and in code; why the sqrt(d_k); padding masks; four score functions"),
     "02": ("core", "01", "read attention heatmaps; tell a real pattern from an artefact of the input"),
     "03": ("core", "01", "split into heads and merge back; count parameters; match nn.MultiheadAttention and its inverted mask"),
+    "01b": ("core", "01", "measure why the scores are divided by sqrt(d_k) (variance, saturation, gradient); padding and causal masks; a masked softmax with no NaN for a fully masked row"),
     "04": ("core", "01, a little of RNNs", "additive (Bahdanau) attention in a GRU encoder-decoder; read where it looks while it writes"),
+    "04b": ("optional", "04", "the same model on dates written eight ways: attention that reorders; alignment accuracy measured against each output character's deciding span"),
     "05": ("core (exercise)", "01, 03", "write a causal mask and masked attention; test a layer for leaks from the future"),
     "06": ("core (exercise)", "03, 05", "predict cross-attention shapes; build a cross-attention layer with a padding mask"),
     "07": ("core (exercise)", "03", "measure heads by attention entropy and mean attention distance; label heads local or global"),
@@ -43,6 +45,9 @@ PLAN = {
     "12": ("optional", "07", "how the number of heads changes accuracy and what each head does"),
     "13": ("optional", "04", "define closeness to the anti-diagonal and follow it over 20 epochs"),
     "14": ("optional", "01", "time and memory of attention as the sequence grows; fused scaled_dot_product_attention"),
+    "15": ("optional (exercise)", "05, 11", "write the attention step of a KV cache (bottom-right causal mask); cached generation equal to uncached; time and memory against context length"),
+    "16": ("optional (exercise)", "01, 14", "a one-pass softmax with a running maximum; attention over key blocks equal to scaled_dot_product_attention; its peak memory against the from-scratch version"),
+    "17": ("optional (exercise)", "09, 11", "write rotary position embeddings; show the score depends only on the offset; RoPE against sinusoidal positions in the course's language model"),
 }
 
 
@@ -55,14 +60,22 @@ def reading_minutes(path: Path) -> int:
     return int(-(-minutes // 5) * 5)
 
 
+def notebook_key(name: str) -> str:
+    """"01b" for 01b_scaling_and_masks.ipynb, "04" for 04_seq2seq_with_attention.ipynb."""
+    m = re.match(r"\d\d[a-z]?(?=_)", name)
+    if not m:
+        raise ValueError(f"a course notebook's name starts with its number (01_, 01b_), got {name!r}")
+    return m.group(0)
+
+
 def parse_benchmark(text: str) -> dict[str, str]:
-    """{notebook number: "wall s / peak MiB"} from nbtools' benchmark table; solutions win for exercises."""
+    """{notebook key: "wall s / peak MiB"} from nbtools' benchmark table; solutions win for exercises."""
     found: dict[str, tuple[bool, str]] = {}
     for line in text.splitlines():
         m = re.match(r"\|\s*(\S+\.ipynb)\s*\|\s*([\d.]+)\s*\|\s*(\d+)\s*\|", line)
         if m:
             path, seconds, mib = m.groups()
-            number, solution = Path(path).name[:2], "/solutions/" in path
+            number, solution = notebook_key(Path(path).name), "/solutions/" in path
             if number not in found or solution or not found[number][0]:
                 found[number] = (solution, f"{float(seconds):.0f} s, {mib} MiB")
     return {number: figure for number, (_, figure) in found.items()}
@@ -74,7 +87,7 @@ def current_runtimes(guide: str) -> dict[str, str]:
     for line in guide.split(TABLE[0])[-1].split(TABLE[1])[0].splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) >= 5 and re.match(r"\d\d", cells[0].strip("`")):
-            out[cells[0].strip("`")[:2]] = cells[4]
+            out[notebook_key(cells[0].strip("`"))] = cells[4]
     return out
 
 
@@ -82,8 +95,10 @@ def notebook_table(runtimes: dict[str, str]) -> str:
     rows = ["| notebook | core or optional | prerequisites | reading (estimate) | run time, peak memory (measured) | learning outcomes |",
             "| --- | --- | --- | ---: | ---: | --- |"]
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]*.ipynb")):
-        number = path.name[:2]
-        kind, needs, outcomes = PLAN.get(number, ("?", "?", "?"))
+        number = notebook_key(path.name)
+        if number not in PLAN:
+            raise ValueError(f"{path.name} has no entry in guide.PLAN (core or optional, prerequisites, outcomes)")
+        kind, needs, outcomes = PLAN[number]
         source = ROOT / "notebooks" / "solutions" / path.name
         minutes = reading_minutes(source if source.exists() else path)
         runtime = runtimes.get(number) or UNMEASURED

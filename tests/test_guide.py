@@ -1,0 +1,29 @@
+"""The instructor guide's generated table (course_utils/tooling/guide.py)."""
+
+import pytest
+
+from course_utils.tooling import guide
+
+
+def test_every_notebook_has_its_own_row_with_a_plan():
+    table = guide.notebook_table({})
+    rows = [line for line in table.splitlines()[2:]]
+    names = sorted(p.stem for p in (guide.ROOT / "notebooks").glob("[0-9][0-9]*.ipynb"))
+    assert [row.split("`")[1] for row in rows] == names
+    assert all("| ? |" not in row for row in rows)
+    outcomes = [row.rsplit("|", 2)[-2].strip() for row in rows]
+    assert len(set(outcomes)) == len(outcomes), "two notebooks share their learning outcomes"
+
+
+def test_a_benchmark_keeps_01_and_01b_apart_and_prefers_the_solution():
+    table = "\n".join([
+        "| notebooks/01_scaled_dot_product_attention.ipynb | 10.2 | 300 |",
+        "| notebooks/01b_scaling_and_masks.ipynb | 20.7 | 310 |",
+        "| notebooks/solutions/01b_scaling_and_masks.ipynb | 25.0 | 320 |",
+    ])
+    assert guide.parse_benchmark(table) == {"01": "10 s, 300 MiB", "01b": "25 s, 320 MiB"}
+
+
+def test_a_file_that_is_not_a_course_notebook_is_refused():
+    with pytest.raises(ValueError, match="starts with its number"):
+        guide.notebook_key("notes.ipynb")
