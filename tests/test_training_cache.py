@@ -108,12 +108,62 @@ def test_recall_training_is_remembered_too(cache):
     assert first == second and len(list(cache.glob("train_recall-*.pt"))) == 1
 
 
-def test_a_model_class_from_outside_the_course_is_never_stored(cache):
-    class Mine(Seq2SeqWithAttention):  # defined here, as a notebook would: its code is not in the fingerprint
-        pass
+def _notebook_model(source: str):
+    """A model class written in a 'notebook' (exec'd code, as a kernel cell is), and a fresh instance of it."""
+    namespace = {"__name__": "__main__", "Seq2SeqWithAttention": Seq2SeqWithAttention, "torch": torch}
+    exec(source, namespace)  # noqa: S102 - test input
+    torch.manual_seed(0)
+    return namespace["Mine"](12, emb_dim=8, hidden_dim=8, attn_dim=8)
+
+
+MINE = """
+class Mine(Seq2SeqWithAttention):
+    def step(self, *args):
+        out = super().step(*args)
+        return out
+"""
+
+
+def test_a_model_class_written_in_a_notebook_is_fingerprinted_by_its_code(cache):
+    data = make_reversal_data(50, 3, 5)
+    train_seq2seq(_notebook_model(MINE), data, epochs=1)
+    train_seq2seq(_notebook_model(MINE), data, epochs=1)
+    assert len(list(cache.glob("*.pt"))) == 1
+    train_seq2seq(_notebook_model(MINE.replace("return out", "return out  # same code")), data, epochs=1)
+    assert len(list(cache.glob("*.pt"))) == 1  # a comment is not code
+    changed = MINE.replace("out = super().step(*args)", "out = super().step(*args)\n        out = (out[0] * 1.0, *out[1:])")
+    train_seq2seq(_notebook_model(changed), data, epochs=1)
+    assert len(list(cache.glob("*.pt"))) == 2
+
+
+def test_a_batch_function_is_fingerprinted_with_the_globals_it_reads(cache):
+    from course_utils.models.language_model import CausalLM, sample_windows, train_lm
+
+    def run(corpus):
+        namespace = {"__name__": "__main__", "sample_windows": sample_windows, "ids": corpus}
+        exec("def batch(g):\n    return sample_windows(ids, 8, 4, g)\n", namespace)  # noqa: S102
+        torch.manual_seed(0)
+        model = CausalLM(10, 8, d_model=8, num_heads=2, num_layers=1)
+        return train_lm(model, namespace["batch"], steps=3)
+
+    ids = torch.arange(40) % 10
+    first = run(ids)
+    assert run(ids) == first and len(list(cache.glob("*.pt"))) == 1
+    run(ids.flip(0))  # another corpus read through the same global name
+    assert len(list(cache.glob("*.pt"))) == 2
+
+
+def test_what_cannot_be_fingerprinted_is_trained_not_stored(cache):
+    from course_utils.models.language_model import CausalLM, sample_windows, train_lm
+
+    draws = iter(range(100))  # state the fingerprint cannot see
+
+    def batch(g):
+        next(draws)
+        return sample_windows(torch.arange(40) % 10, 8, 4, g)
 
     torch.manual_seed(0)
-    train_seq2seq(Mine(12, emb_dim=8, hidden_dim=8, attn_dim=8), make_reversal_data(50, 3, 5), epochs=1)
+    train_lm(CausalLM(10, 8, d_model=8, num_heads=2, num_layers=1), batch, steps=2)
     assert not list(cache.glob("*.pt"))
 
 

@@ -44,6 +44,7 @@ from ..core.validation import (
 )
 from .data_files import data_path
 from .training import train_steps
+from .training_cache import remembered
 
 # --- Data -------------------------------------------------------------------
 
@@ -240,6 +241,7 @@ def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
 # --- Training and generation --------------------------------------------------
 
 
+@remembered()
 def train_lm(
     model: CausalLM,
     next_batch: Callable[[torch.Generator], tuple[Tensor, Tensor]],

@@ -11,12 +11,14 @@ machine's arithmetic (PyTorch's version, thread count, CPU capability and the ma
 ``MKL_CBWR`` and ``ATEN_CPU_CAPABILITY``). Training is deterministic on one machine, so an equal
 fingerprint means an equal result: a stored one is loaded (final weights, return value, what the
 training printed, the random state after it), and a per-epoch callback is replayed on the weights
-of each epoch. Anything the fingerprint cannot describe (a model class defined in a notebook, a
-function argument) is never cached: the function simply trains.
+of each epoch. Code written in a notebook (a model class, a function that draws batches) enters the
+fingerprint as its bytecode, defaults, closure and the globals it reads. Anything the fingerprint
+cannot describe (a generator, an object of another library) is never cached: the function trains.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import hashlib
@@ -25,9 +27,11 @@ import io
 import os
 import platform
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -53,46 +57,110 @@ def _code_digest() -> str:
 
 
 def _machine() -> str:
-    return repr((FORMAT, torch.__version__, torch.get_num_threads(), torch.backends.cpu.get_cpu_capability(),
+    return repr((FORMAT, torch.__version__, np.__version__, torch.get_num_threads(), torch.backends.cpu.get_cpu_capability(),
                  platform.machine(), platform.processor(), sys.version_info[:2],
                  os.environ.get("MKL_CBWR"), os.environ.get("ATEN_CPU_CAPABILITY"), _code_digest()))
 
 
-def _feed(h, obj) -> None:
+_LIBRARIES = {"course_utils", "torch", "numpy", "math", "random", "functools", "itertools", "collections"}
+_PLAIN = (bool, int, float, complex, str, bytes, torch.dtype, torch.device)
+
+
+def _is_library(obj) -> bool:
+    """Code whose every change the key already sees (the course's code digest, the versions)."""
+    module = getattr(obj, "__module__", None) or ""
+    if module == "builtins":  # a real built-in, not code exec'd without a __name__
+        return getattr(builtins, getattr(obj, "__qualname__", ""), None) is obj
+    return module.split(".")[0] in _LIBRARIES
+
+
+def _feed(h, obj, seen: set[int] | None = None) -> None:
     """Add ``obj`` to the hash ``h``; raise _Unknown for what cannot be described exactly."""
-    if obj is None or isinstance(obj, (bool, int, float, str, torch.dtype, torch.device)):
+    seen = set() if seen is None else seen
+    if obj is None or isinstance(obj, _PLAIN):
         h.update(repr((type(obj).__name__, obj)).encode())
+    elif isinstance(obj, types.ModuleType):
+        h.update(f"module {obj.__name__}".encode())
     elif isinstance(obj, Tensor):
         t = obj.detach().cpu().contiguous()
         h.update(repr(("tensor", t.dtype, tuple(t.shape))).encode())
         h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    elif isinstance(obj, np.ndarray) and obj.dtype != object:
+        h.update(repr(("array", obj.dtype.str, obj.shape)).encode() + np.ascontiguousarray(obj).tobytes())
     elif isinstance(obj, nn.Module):
-        for name, module in obj.named_modules():
-            kind = type(module)
-            if not kind.__module__.startswith(("course_utils.", "torch.")):
-                raise _Unknown(f"{kind.__qualname__} is defined outside the course and PyTorch")
-            h.update(f"{name}:{kind.__module__}.{kind.__qualname__}".encode())
-            for key, value in sorted(vars(module).items()):
-                if not key.startswith("_") and key != "training":
-                    h.update(key.encode())
-                    _feed(h, value)
-        for key, value in obj.state_dict().items():
-            h.update(key.encode())
-            _feed(h, value)
-    elif isinstance(obj, (list, tuple)):
+        _feed_model(h, obj, seen)
+    elif isinstance(obj, (list, tuple, dict)):
+        items = sorted(obj.items(), key=lambda kv: repr(kv[0])) if isinstance(obj, dict) else obj
         h.update(f"{type(obj).__name__}[{len(obj)}]".encode())
-        for item in obj:
-            _feed(h, item)
-    elif isinstance(obj, dict):
-        h.update(f"dict[{len(obj)}]".encode())
-        for key, value in sorted(obj.items(), key=lambda kv: repr(kv[0])):
-            _feed(h, key)
-            _feed(h, value)
-    elif type(obj).__module__.startswith("course_utils.") and hasattr(obj, "__dict__") and not callable(obj):
-        h.update(f"{type(obj).__module__}.{type(obj).__qualname__}".encode())  # a task or a data set
-        _feed(h, vars(obj))
+        for item in items:
+            _feed(h, item, seen)
+    elif id(obj) in seen:
+        h.update(b"(seen)")  # a function or class met before: a recursion
+    elif isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)) and _is_library(obj):
+        h.update(f"{obj.__module__}.{obj.__qualname__}".encode())
+    elif isinstance(obj, types.FunctionType):
+        seen.add(id(obj))
+        _feed_function(h, obj, seen)
+    elif isinstance(obj, type):
+        seen.add(id(obj))
+        _feed_class(h, obj, seen)
+    elif _is_library(type(obj)) and hasattr(obj, "__dict__") and not callable(obj):
+        h.update(f"{type(obj).__module__}.{type(obj).__qualname__}".encode())  # a task, a data set, a vocabulary
+        _feed(h, vars(obj), seen)
     else:
         raise _Unknown(type(obj).__qualname__)
+
+
+def _feed_model(h, model: nn.Module, seen: set[int]) -> None:
+    """The classes (a class defined in a notebook by its code), settings and weights of every submodule."""
+    for name, module in model.named_modules():
+        h.update(name.encode())
+        _feed(h, type(module), seen)
+        _feed(h, {k: v for k, v in vars(module).items() if not k.startswith("_") and k != "training"}, seen)
+    _feed(h, dict(model.state_dict()), seen)
+
+
+def _feed_code(h, code: types.CodeType) -> None:
+    h.update(code.co_code + repr((code.co_names, code.co_varnames, code.co_freevars)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _feed_code(h, const)
+        else:
+            h.update(repr(const).encode())
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _feed_function(h, f: types.FunctionType, seen: set[int]) -> None:
+    """A function written in a notebook: its bytecode, defaults, closure and the globals it reads."""
+    _feed_code(h, f.__code__)
+    _feed(h, (f.__defaults__, f.__kwdefaults__), seen)
+    try:
+        _feed(h, [cell.cell_contents for cell in f.__closure__ or ()], seen)
+    except ValueError:  # an empty closure cell
+        raise _Unknown(f.__qualname__) from None
+    for name in sorted(_global_names(f.__code__) & f.__globals__.keys()):
+        h.update(name.encode())
+        _feed(h, f.__globals__[name], seen)
+
+
+def _feed_class(h, cls: type, seen: set[int]) -> None:
+    """A class written in a notebook: its bases and the code of its methods."""
+    h.update(f"class {cls.__qualname__}".encode())
+    _feed(h, list(cls.__bases__), seen)
+    for name, value in sorted(vars(cls).items()):
+        if name in ("__dict__", "__weakref__", "__module__", "__doc__", "__qualname__"):
+            continue
+        h.update(name.encode())
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        _feed(h, [value.fget, value.fset] if isinstance(value, property) else value, seen)
 
 
 class _Tee(io.TextIOBase):
