@@ -76,6 +76,18 @@ def test_plot_attention_labels_and_annotations():
     plt.close("all")
 
 
+def test_plot_attention_masked_cells_are_blank_and_text_stays_readable():
+    w = torch.tensor([[1.0, 0.0], [float("nan"), 0.5]])
+    ax = plot_attention(w, ["a", "b"], ["x", "y"])
+    assert ax.collections[0].get_clim() == (0.0, 1.0)  # NaN ignored by the colour scale
+    assert [t.get_text() for t in ax.texts] == ["1.00", "0.00", "0.50"]  # no "nan" written
+    colours = {t.get_text(): t.get_color() for t in ax.texts}
+    assert colours["1.00"] == "0.15" and colours["0.00"] == "w"  # dark on yellow, white on dark violet
+    big = plot_attention(torch.rand(40, 64))
+    assert len(big.get_xticklabels()) == 22 and big.get_xticklabels()[1].get_text() == "3"  # every 3rd of 64
+    plt.close("all")
+
+
 def test_plot_attention_rejects_bad_labels_and_shapes():
     with pytest.raises(ValueError, match="3 labels for 4 positions"):
         plot_attention(torch.rand(2, 4), ["a", "b", "c"])

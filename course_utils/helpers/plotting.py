@@ -1,4 +1,8 @@
-"""Attention heatmaps with seaborn: one matrix, or a grid of them (heads, or layers x heads)."""
+"""Attention heatmaps: one matrix, or a grid of them (heads, or layers x heads).
+
+Drawn with matplotlib's ``pcolormesh`` directly (seaborn's ``heatmap`` redraws the whole figure
+for every panel, which made a grid of 8 heads take seconds).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -62,18 +65,49 @@ def plot_attention(
         _, ax = plt.subplots(figsize=(max(3.0, 0.6 * m + 1.5), max(2.5, 0.5 * n + 1.0)))
     if annot is None:
         annot = n <= 10 and m <= 10
-    sns.heatmap(
-        w, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, annot=annot, fmt=".2f", square=False, cbar=cbar,
-        xticklabels=list(x_labels) if x_labels is not None else "auto",
-        yticklabels=list(y_labels) if y_labels is not None else "auto",
-        annot_kws={"fontsize": 8},
-    )
+    if vmax is None:
+        vmax = float(np.nanmax(w)) if np.isfinite(w).any() else 1.0
+    mesh = ax.pcolormesh(np.ma.masked_invalid(w), cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set(xlim=(0, m), ylim=(n, 0))  # query 0 on top, as in the matrix
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    if cbar:
+        ax.figure.colorbar(mesh, ax=ax).outline.set_linewidth(0)
+    _set_tick_labels(ax, x_labels, m, "x")
+    _set_tick_labels(ax, y_labels, n, "y")
+    if annot:
+        _annotate(ax, mesh, w)
     ax.set_xlabel("key")
     ax.set_ylabel("query")
-    ax.tick_params(axis="y", rotation=0)
     if title:
         ax.set_title(title)
     return ax
+
+
+def _set_tick_labels(ax: Axes, labels: Sequence[str] | None, size: int, axis: str) -> None:
+    """One tick per cell centre (indices when there are no labels, every k-th past 25 cells);
+    key labels turn vertical when they would not fit side by side."""
+    step = 1 if labels is not None else -(-size // 25)
+    ticks = np.arange(0, size, step)
+    texts = [str(labels[i]) if labels is not None else str(i) for i in ticks]
+    if axis == "y":
+        ax.set_yticks(ticks + 0.5, texts, rotation=0, va="center")
+        return
+    width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72 / max(len(ticks), 1)
+    longest = max((len(t) for t in texts), default=0) * 0.62 * plt.rcParams["font.size"]  # points, roughly
+    ax.set_xticks(ticks + 0.5, texts, rotation=90 if longest > 0.9 * width_pt else 0)
+
+
+def _annotate(ax: Axes, mesh, w: np.ndarray) -> None:
+    """Write each weight in its cell, dark on light colours and white on dark ones."""
+    colours = mesh.cmap(mesh.norm(w))
+    linear = np.where(colours[..., :3] <= 0.03928, colours[..., :3] / 12.92, ((colours[..., :3] + 0.055) / 1.055) ** 2.4)
+    luminance = linear @ np.array([0.2126, 0.7152, 0.0722])
+    for (i, j), value in np.ndenumerate(w):
+        if np.isnan(value):
+            continue  # a blank cell, as pcolormesh draws it
+        ax.text(j + 0.5, i + 0.5, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                color="0.15" if luminance[i, j] > 0.408 else "w")
 
 
 def plot_attention_grid(
