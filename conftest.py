@@ -18,7 +18,7 @@
   (nbval runs them top to bottom, no task done, no error allowed; tests/test_student_notebooks.py
   checks in the first tier that they are the up-to-date stubs of their solutions), JupyterLab in
   Chromium (tests/test_browser.py) and the grader on a class folder (tests/test_grade.py).
-  `pytest -m ""` runs both tiers.
+  `pytest -m ""` runs both tiers; so does naming files (`pytest notebooks/05_causal_mask.ipynb`).
 """
 
 import os
@@ -39,6 +39,12 @@ def pytest_configure(config):
     from course_utils.models import training_cache
 
     training_cache.enabled_in_this_process = False  # the kernels nbval starts have it on
+    # Naming files runs all of them: `pytest notebooks/05_causal_mask.ipynb` or `pytest tests/test_browser.py`
+    # runs the slow tier's items in them too (the tier only thins whole folders).
+    named = [arg.split("::")[0] for arg in config.args]
+    typed_m = any(a == "-m" or a.startswith("-m") for a in config.invocation_params.args)  # not addopts' -m
+    if not typed_m and named and all(Path(a).suffix in (".py", ".ipynb") for a in named):
+        config.option.markexpr = ""
     if hasattr(config.option, "nbval_current_env"):
         config.option.nbval_current_env = True
         if not config.option.nbval_sanitize_with:

@@ -1,6 +1,8 @@
 """The project's own files agree with each other: pins, install and test commands."""
 
 import re
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,3 +73,21 @@ def test_readme_links_name_existing_notebooks_and_list_every_notebook():
     assert not missing, f"README links to notebooks that do not exist: {missing}"
     on_disk = {p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("*.ipynb")}
     assert on_disk - linked == set(), f"notebooks missing from the README table: {sorted(on_disk - linked)}"
+
+
+def _collected(*args: str) -> str:
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", *args],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.slow  # two pytest start-ups: 10-20 s
+def test_the_slow_tier_thins_folders_but_a_named_file_runs_whole():
+    # notebooks/05_causal_mask.ipynb is a student version (its solution twin is in notebooks/solutions/)
+    folder = _collected("notebooks/05_causal_mask.ipynb", "notebooks/solutions/05_causal_mask.ipynb", "-m", "not slow")
+    named = _collected("notebooks/05_causal_mask.ipynb")
+    assert re.match(r"\d+/\d+ tests collected \(\d+ deselected\)", folder), folder
+    assert re.match(r"\d+ tests collected", named) and "deselected" not in named, named
