@@ -1,9 +1,11 @@
 """The project's own files agree with each other: pins, install and test commands."""
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,9 +78,6 @@ def test_readme_links_name_existing_notebooks_and_list_every_notebook():
 
 
 def _collected(*args: str) -> str:
-    import subprocess
-    import sys
-
     run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", *args],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     return run.stdout.strip().splitlines()[-1]
