@@ -148,6 +148,19 @@ def test_squared_norm_of_the_sinusoidal_encoding():
     assert not any(str(d // 2) in w for w in wrong)
 
 
+def test_parameters_of_one_encoder_block():
+    d, d_ff = 512, 2048
+    layer = nn.TransformerEncoderLayer(d, 8, d_ff, batch_first=True)
+    count = lambda *modules: sum(p.numel() for m in modules for p in m.parameters())  # noqa: E731
+    total = count(layer)
+    assert total == 4 * d * d + 2 * d * d_ff + 9 * d + d_ff
+    right, wrong = _right_and_wrong(_question("09b", "nn.TransformerEncoderLayer(512, 8, 2048)"))
+    assert right == f"{total:,}"
+    # the tempting wrong options: attention alone, the FFN alone, everything but the two LayerNorms
+    parts = {count(layer.self_attn), count(layer.linear1, layer.linear2), total - count(layer.norm1, layer.norm2)}
+    assert {f"{n:,}" for n in parts} == set(wrong)
+
+
 def test_number_of_allowed_entries_in_a_causal_mask():
     n = 4
     allowed = sum(1 for i in range(n) for j in range(n) if j <= i)
