@@ -1,6 +1,8 @@
 """Figures of lessons 01-04 that take more than a few lines: kept here so that lesson cells stay short.
 
-Every weight map uses the fixed 0-1 colour scale unless a function says otherwise.
+Every weight map uses the fixed 0-1 colour scale unless a function says otherwise. Also here: the
+numbers one of them plots (``anti_diagonal_offsets``, lesson 04's peak offsets) and two diagrams
+of lesson 04 drawn with boxes and arrows (``diagram_additive_score``, ``diagram_decoder_step``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..core.validation import require_index_range, require_tensor
 from .plotting import plot_attention
 
 
@@ -150,5 +153,110 @@ def plot_offsets(offsets: dict[str, Sequence[int]], *, title: str) -> Figure:
     ax.set_ylim(0, 1.05)
     ax.set_title(title)
     ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def anti_diagonal_offsets(weights: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Where each decoder step's largest weight sits, relative to the mirrored source position.
+
+    ``weights``: ``(B, T_out, T_in)`` attention of a reversal model; ``lengths``: ``(B,)`` source
+    lengths n. For every example b and step t < n (the token steps: the ``<eos>`` step and padded
+    steps are left out), the argmax over the real source positions i < n minus n - 1 - t.
+    Returns a 1-D long CPU tensor of ``lengths.sum()`` offsets, example after example, t ascending.
+    """
+    require_tensor("weights", weights, ndim=3, floating=True)
+    require_tensor("lengths", lengths, ndim=1, integer=True)
+    B, T_out, T_in = weights.shape
+    if lengths.shape[0] != B:
+        raise ValueError(f"lengths must hold one length per example ({B}), got shape {tuple(lengths.shape)}")
+    require_index_range("lengths", lengths, 1, min(T_in, T_out) + 1, f" (weights have shape {tuple(weights.shape)})")
+    lengths = lengths.to(weights.device)
+    real = torch.arange(T_in, device=weights.device) < lengths[:, None]  # (B, T_in)
+    peak = weights.masked_fill(~real[:, None, :], float("-inf")).argmax(-1)  # (B, T_out)
+    t = torch.arange(T_out, device=weights.device)
+    offsets = peak - (lengths[:, None] - 1 - t)  # (B, T_out)
+    return offsets[t < lengths[:, None]].cpu()
+
+
+# --- Lesson 04's two diagrams: boxes and arrows on an axis without ticks ---------------------------
+
+
+def _canvas(figsize: tuple[float, float], xlim: tuple[float, float], ylim: tuple[float, float]):
+    fig, ax = plt.subplots(figsize=figsize)
+    ax.set(xlim=xlim, ylim=ylim)
+    ax.axis("off")
+    return fig, ax
+
+
+def _node(ax: Axes, xy: tuple[float, float], text: str, kind: str = "op", fontsize: int = 11):
+    """A box at ``xy``: ``kind`` "op" (a layer, blue), "value" (a vector, white) or "sum" (a circle)."""
+    style = {"op": dict(boxstyle="round,pad=0.35", fc="#dbe8f6", ec="#4c72b0"),
+             "value": dict(boxstyle="round,pad=0.3", fc="white", ec="0.4"),
+             "sum": dict(boxstyle="circle,pad=0.2", fc="#fde9c9", ec="#d08a1c")}[kind]
+    return ax.text(*xy, text, ha="center", va="center", fontsize=fontsize, bbox=style, zorder=3)
+
+
+def _arrow(ax: Axes, a, b, *, dashed: bool = False, head: bool = True) -> None:
+    """An arrow from ``a`` to ``b``: nodes made by ``_node`` (clipped at their boxes) or (x, y) points."""
+    ends = [(x, "data", None) if isinstance(x, tuple) else ((0.5, 0.5), x, x.get_bbox_patch()) for x in (a, b)]
+    (xy_a, coords_a, patch_a), (xy_b, coords_b, patch_b) = ends
+    ax.annotate("", xy=xy_b, xycoords=coords_b, xytext=xy_a, textcoords=coords_a, zorder=4, arrowprops=dict(
+        arrowstyle="-|>" if head else "-", color="0.5" if dashed else "0.25", lw=1.2, ls="--" if dashed else "-",
+        shrinkA=2 if patch_a else 0, shrinkB=2 if patch_b else 0, patchA=patch_a, patchB=patch_b))
+
+
+def diagram_additive_score() -> Figure:
+    """The additive score network: ``e_ti = v^T tanh(W_s s_t + W_h h_i)``, softmax over i, context ``c_t``."""
+    fig, ax = _canvas((13, 4.4), (-0.9, 13.3), (-3.2, 1.9))
+    ax.add_patch(plt.Rectangle((1.2, -1.55), 7.55, 3.1, fc="#f4f4f4", ec="0.75", ls="--", zorder=0))
+    ax.text(1.3, 1.4, "once for every source position i (the same $W_s$, $W_h$, $v$)", fontsize=9, color="0.35",
+            va="top")
+    s = _node(ax, (0, 0.8), "$s_t$\ndecoder state\n(Bahdanau: $s_{t-1}$)", "value", 10)
+    h = _node(ax, (0, -1.0), "$h_i$\nencoder state i", "value", 10)
+    chain = [_node(ax, (2.3, 0.8), "$W_s$"), _node(ax, (2.3, -1.0), "$W_h$"), _node(ax, (3.8, -0.1), "+", "sum", 14),
+             _node(ax, (5.0, -0.1), "tanh"), _node(ax, (6.2, -0.1), "$v^\\top$"),
+             _node(ax, (7.7, -0.1), "score $e_{t,i}$", "value"),
+             _node(ax, (9.9, -0.1), "softmax over i\n(real positions only)"),
+             _node(ax, (12.2, -0.1), "weights $\\alpha_{t,i}$", "value"),
+             _node(ax, (12.2, -1.8), "weighted sum\n$\\sum_i \\alpha_{t,i} h_i$"),
+             _node(ax, (9.6, -1.8), "context $c_t$", "value")]
+    w_s, w_h, plus = chain[:3]
+    for a, b in [(s, w_s), (h, w_h), (w_s, plus), (w_h, plus), *zip(chain[2:], chain[3:])]:
+        _arrow(ax, a, b)
+    _arrow(ax, h, (0, -2.75), dashed=True, head=False)  # the values: down, along the bottom, up into the sum
+    _arrow(ax, (0, -2.75), (12.2, -2.75), dashed=True, head=False)
+    _arrow(ax, (12.2, -2.75), chain[8], dashed=True)
+    ax.text(6.1, -2.8, "the encoder states $h_0, \\ldots, h_{n-1}$ are also the values", fontsize=9, color="0.35",
+            ha="center", va="top")
+    ax.set_title("Additive attention: $e_{t,i} = v^\\top \\tanh(W_s\\, s_t + W_h\\, h_i)$, "
+                 "$\\alpha_{t,i} = \\mathrm{softmax}_i\\, e_{t,i}$, $c_t = \\sum_i \\alpha_{t,i} h_i$")
+    fig.tight_layout()
+    return fig
+
+
+def diagram_decoder_step() -> Figure:
+    """One decoder step: attend with the state s, GRU on [emb(y_{t-1}); c_t], predict y_t from [s'; c_t]."""
+    fig, ax = _canvas((13, 4.4), (-0.9, 13.6), (-2.5, 2.3))
+    y_prev = _node(ax, (0, 1.5), "previous token $y_{t-1}$\n(<sos> at t = 0)", "value", 10)
+    s = _node(ax, (0, 0.2), "decoder state $s$\n($s_0$ at t = 0)", "value", 10)
+    h = _node(ax, (2.4, -2.0), "encoder states $h_0, \\ldots, h_{n-1}$", "value", 10)
+    emb = _node(ax, (2.4, 1.5), "embedding")
+    attend = _node(ax, (2.4, -0.7), "attention\n(the score network)")
+    context = _node(ax, (4.6, -0.7), "context $c_t$", "value")
+    gru = _node(ax, (6.4, 0.9), "GRU cell\ninput $[\\mathrm{emb}(y_{t-1});\\, c_t]$")
+    s_new = _node(ax, (8.6, 0.9), "new state $s'$", "value")
+    out = _node(ax, (9.9, -0.5), "output layer\n$W_\\mathrm{out}\\,[s';\\, c_t]$")
+    pick = _node(ax, (11.5, -0.5), "argmax over\nthe vocabulary")
+    y_t = _node(ax, (13.0, -0.5), "next token\n$y_t$", "value")
+    for a, b in [(y_prev, emb), (emb, gru), (s, attend), (h, attend), (attend, context), (s, gru), (context, gru),
+                 (gru, s_new), (s_new, out), (context, out), (out, pick), (pick, y_t)]:
+        _arrow(ax, a, b)
+    _arrow(ax, s_new, (8.6, 2.1), dashed=True)
+    ax.text(8.75, 2.0, "the state $s$ of step t + 1", fontsize=9, color="0.35", va="center")
+    _arrow(ax, y_t, (13.0, 0.8), dashed=True)
+    ax.text(13.0, 0.9, "the input $y_{t-1}$ of step t + 1\n(in training: the true token)", fontsize=9,
+            color="0.35", ha="center", va="bottom")
+    ax.set_title("One decoder step t: attend with the current state, update the GRU, predict the next token")
     fig.tight_layout()
     return fig

@@ -1,4 +1,4 @@
-"""Checkers for the tasks of lessons 01-03: one QKV head, masked_softmax, split_heads.
+"""Checkers for the tasks of lessons 01-04: one QKV head, masked_softmax, split_heads, peak_offsets.
 
 Each ``check_*`` runs the student's function on hidden random cases (n != m, batches,
 large sizes, every boundary), prints one line (a pass or a hint naming the mistake and
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from .report import Hint, call, expect_tensor, generator, report
@@ -18,9 +19,9 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
     return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=atol, rtol=1e-4, equal_nan=True)
 
 
-def _call(fn: Callable, args: tuple, where: str):
+def _call(fn: Callable, args: tuple, where: str, twins: tuple = ()):
     copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-    result = call(fn, *copies, case=where)  # not done / the student's crash, named with the case
+    result = call(fn, *copies, case=where, twins=twins)  # not done / the student's crash, named with the case
     for i, (before, after) in enumerate(zip(args, copies)):
         if isinstance(before, torch.Tensor) and not torch.equal(before, after):
             raise Hint(f"with {where} your function changed its input number {i + 1} in place "
@@ -264,3 +265,128 @@ def _check_split_heads(fn, seed: int) -> None:
 def check_split_heads(fn, seed: int | None = None):
     """Check ``fn(x, num_heads)``: ``(B, T, d_model) -> (B, h, T, d_k)``, head i = features i*d_k..(i+1)*d_k-1."""
     return report("split_heads", lambda s: _check_split_heads(fn, s), seed)
+
+
+# ------------------------------------------------------------------ peak_offsets (lesson 04)
+
+
+def _offset_cases(g: torch.Generator):
+    """(name, weights (B, T_out, T_in), lengths (B,)): padded sources whose padded positions hold more
+    than any weight (as an unmasked model's would), T_out != T_in, many ties, a length of 1."""
+    cases = []
+    for B, T_in, extra, ties in [(6, 10, 1, False), (5, 7, 4, False), (4, 6, 1, True), (40, 12, 0, False)]:
+        T_out = T_in + extra
+        lengths = torch.randint(1, T_in + 1, (B,), generator=g)
+        lengths[:3] = torch.tensor([T_in, 1, int(torch.randint(2, T_in, (1,), generator=g))])
+        real = torch.arange(T_in) < lengths[:, None, None]  # (B, 1, T_in)
+        if ties:  # whole-number scores: equal scores give exactly equal weights; row 0 of each is uniform
+            scores = torch.randint(0, 3, (B, T_out, T_in), generator=g).float()
+            scores[:, 0] = 0.0
+        else:  # a peak on the mirror or beside it, sometimes anywhere
+            mirror = lengths[:, None] - 1 - torch.arange(T_out)
+            peak = mirror + torch.randint(-1, 2, (B, T_out), generator=g)
+            anywhere = (torch.rand(B, T_out, generator=g) * lengths[:, None]).long()
+            peak = torch.where(torch.rand(B, T_out, generator=g) < 0.2, anywhere, peak)
+            peak = torch.minimum(peak.clamp(min=0), lengths[:, None] - 1)
+            scores = torch.randn(B, T_out, T_in, generator=g) + 4 * torch.nn.functional.one_hot(peak, T_in)
+        weights = torch.softmax(scores.masked_fill(~real, float("-inf")), -1)
+        weights = torch.where(real, weights, 1 + torch.rand(B, T_out, T_in, generator=g))
+        kind = "many tied weights, " if ties else ""
+        cases.append((f"{kind}weights {(B, T_out, T_in)}, lengths {lengths.tolist()}", weights, lengths))
+    return cases
+
+
+def _is_sequence(x) -> bool:
+    return (isinstance(x, torch.Tensor) and x.dim() > 0) or isinstance(x, (list, tuple, np.ndarray))
+
+
+def _as_offsets(result, lengths: torch.Tensor) -> list[int]:
+    """The answer as a flat list of ints: a 1-D tensor/array/list, or one such sequence per example."""
+    nested = isinstance(result, (list, tuple)) and len(result) == len(lengths) and all(map(_is_sequence, result))
+    out = []
+    for part in result if nested else [result]:
+        if not _is_sequence(part):
+            raise Hint(f"return the offsets as a 1-D tensor or a list, got {type(part).__name__}.")
+        for v in (part.detach().cpu().reshape(-1).tolist() if isinstance(part, torch.Tensor)
+                  else np.asarray(part).reshape(-1).tolist()):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+                raise Hint(f"an offset is a whole number (a difference of two positions), got {v!r}.")
+            out.append(int(v))
+    return out
+
+
+def _check_offsets_once(fn, weights: torch.Tensor, lengths: torch.Tensor, where: str) -> None:
+    from ..lesson_plots import anti_diagonal_offsets  # the course's version: answers that call it are refused
+
+    twins = (("anti_diagonal_offsets", anti_diagonal_offsets),)
+    got = _as_offsets(_call(fn, (weights, lengths), where, twins), lengths)
+    B, T_out, T_in = weights.shape
+    steps = torch.arange(T_out) < lengths[:, None]  # (B, T_out): the token steps t < n
+    b, t = steps.nonzero(as_tuple=True)  # example after example, t ascending
+    n = lengths[b]
+    if len(got) != len(b):
+        if len(got) == int((lengths + 1).sum()):
+            raise Hint("you included the <eos> step t = n: only the n token steps t < n have a mirrored position.")
+        if len(got) == B * T_out:
+            raise Hint(f"you returned every step of the padded {(B, T_out)} grid: keep only the steps t < n of "
+                       "each example (the <eos> step and padded steps have no mirrored position).")
+        raise Hint(f"expected {len(b)} offsets (one per token step t < n, example after example), got {len(got)}.")
+    got, mirror = torch.tensor(got, dtype=torch.long), n - 1 - t
+    real = torch.arange(T_in) < lengths[:, None, None]
+    rows = weights[b, t]  # (steps, T_in)
+    real_max = weights.masked_fill(~real, float("-inf")).amax(-1)[b, t]
+
+    def hits(pos, limit, best, table=rows):  # (steps,) bool: pos lies in 0..limit-1 on a largest weight
+        inside = (pos >= 0) & (pos < limit)
+        at = torch.minimum(pos.clamp(min=0), torch.as_tensor(limit) - 1)
+        return inside & (table.gather(1, at[:, None]).squeeze(1) == best)
+
+    right = hits(got + mirror, n, real_max)
+    if right.all():
+        return
+    columns = weights.transpose(1, 2)[b, t]  # (steps, T_out): source position t over every output step
+    axis = ("wrong axis: you took the argmax over the output steps (axis 1). Row t of weights[b] is output step t: "
+            "take the argmax over the source positions, the last axis (dim=-1).")
+    mistakes = [
+        (got + mirror, T_in, rows.amax(-1), rows, "your peak can land on a padded source position (i >= n): take "
+         "the argmax over the n real positions only (weights[b, t, :n]). Here the padded positions hold large "
+         "numbers, as they would without a padding mask."),
+        (got + T_in - 1 - t, n, real_max, rows, "the mirrored position uses each example's own length n = "
+         "lengths[b], not the padded width T_in = weights.shape[-1]: it is n - 1 - t."),
+        (got + T_in - 1 - t, T_in, rows.amax(-1), rows, "the mirrored position uses each example's own length "
+         "n = lengths[b], not the padded width T_in, and the argmax must skip the padded positions i >= n."),
+        (got + 1 + mirror, n, real_max, rows, "off by one: every offset is 1 too small. Positions count from 0, "
+         "so the mirrored position of step t is n - 1 - t (n - t is the 1-based formula)."),
+        (got - 1 + mirror, n, real_max, rows, "off by one: every offset is 1 too large. The peak (argmax) and the "
+         "mirrored position n - 1 - t both count from 0: do not add 1 to either."),
+        (got + 2 + mirror, n, real_max, rows, "off by two: n + 1 - t is the mirror when positions count from 1, "
+         "but argmax counts from 0: use n - 1 - t."),
+        (mirror - got, n, real_max, rows, "the sign is flipped: the offset is the peak position minus the "
+         "mirrored position, peak - (n - 1 - t), so a peak to the right of the mirror gives +1."),
+        (got + mirror, n, columns.masked_fill(~steps[b], float("-inf")).amax(-1), columns, axis),  # w[b, :n, :n]
+        (got + mirror, T_out, columns.amax(-1), columns, axis),  # weights.argmax(1)
+    ]
+    for pos, limit, best, table, hint in mistakes:
+        if hits(pos, limit, best, table).all():
+            raise Hint(hint)
+    k = int((~right).nonzero()[0])
+    raise Hint(f"at example {int(b[k])}, step {int(t[k])} (n = {int(n[k])}, mirrored position {int(mirror[k])}): "
+               f"offset {int(got[k])} does not point at a largest weight among positions 0..n-1 "
+               f"(weights {[round(w, 3) for w in rows[k, : n[k]].tolist()]}).")
+
+
+def _check_peak_offsets(fn, seed: int) -> None:
+    for where, weights, lengths in _offset_cases(generator(seed)):  # hidden: the seed repeats them
+        try:
+            _check_offsets_once(fn, weights, lengths, where)
+        except Hint as hint:
+            hint.case = hint.case or ("" if where in str(hint) else where)  # name the case once
+            raise
+
+
+def check_peak_offsets(fn, seed: int | None = None):
+    """Check ``fn(weights (B, T_out, T_in), lengths (B,)) -> offsets``: for every example b and token step
+    t < n = lengths[b], the position of the largest weight among the real positions i < n minus the mirrored
+    position n - 1 - t, example after example (a 1-D tensor or list; one sequence per example is fine too).
+    Where a row has several largest weights, an offset to any of them is right."""
+    return report("peak_offsets", lambda s: _check_peak_offsets(fn, s), seed)
