@@ -186,11 +186,28 @@ def share_all_rows(weights, lengths, offset):
     return float((weights.argmax(-1) == (lengths[:, None] - 1 - t + offset)).float().mean())
 
 
+def share_per_sequence(weights, lengths, offset):
+    shares = []
+    for b, n in enumerate(lengths.tolist()):
+        t = torch.arange(n)
+        shares.append((weights[b, :n].argmax(-1) == n - 1 - t + offset).float().mean())
+    return float(torch.stack(shares).mean())
+
+
+def share_mirror_n_minus_t(weights, lengths, offset):
+    t = torch.arange(weights.shape[1])
+    steps = t < lengths[:, None]
+    hit = weights.argmax(-1) == (lengths[:, None] - t + offset)  # m(t) taken as n - t
+    return float((hit & steps).sum() / steps.sum())
+
+
 @pytest.mark.parametrize("fn, hint", [
     (share_with_eos, "<eos>"),
     (share_all_rows, "padded"),
     (lambda w, n, k: share_vectorised(w, n, -k), "sign"),
     (lambda w, n, k: [0.5], "one number"),
+    (share_per_sequence, "pool all token steps"),
+    (share_mirror_n_minus_t, "one off"),
 ])
 def test_share_wrong(capsys, fn, hint):
     ok, out = _verdict(capsys, check_argmax_offset_share, fn)

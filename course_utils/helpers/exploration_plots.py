@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 import numpy as np
 import torch
 
@@ -30,22 +31,51 @@ def _axes(ax, figsize):
     return ax.figure, ax
 
 
+def _runs(result: Mapping, field: str, needed: Sequence[str], series: Sequence[str]) -> list[Mapping]:
+    """The runs of a stored result, ``result[field]`` (run name -> run), after checking that every run has
+    the keys ``needed`` and that its lists ``series`` are non-empty and of one length."""
+    if not isinstance(result, Mapping) or not isinstance(result.get(field), Mapping) or not result[field]:
+        got = f"a dict with keys {sorted(result)}" if isinstance(result, Mapping) else type(result).__name__
+        raise ValueError(f"expected a stored result with a non-empty {field!r} mapping (load_result(...)), got {got}")
+    for name, run in result[field].items():
+        missing = [key for key in needed if key not in run]
+        if missing:
+            raise ValueError(f"run {name!r} has no {missing}; its keys are {sorted(run)}")
+        lengths = {key: len(run[key]) for key in series}
+        if len(set(lengths.values())) != 1 or not min(lengths.values()):
+            raise ValueError(f"run {name!r}: the series {lengths} must be non-empty and of one length")
+    return list(result[field].values())
+
+
 def plot_heads_long(result: Mapping, key: str = "count_beside", budget: int = 200, ax=None):
     """Accuracy ``key`` against training steps (log scale) for every run of ``heads_long``: one line per
-    seed, one colour per head count; a dotted vertical line at the notebooks' ``budget``."""
+    seed, one colour per head count; a dotted vertical line at the notebooks' ``budget``, and, where the
+    result holds the learning-rate sweep at that budget (``lr_sweep_200_steps``), one cross per run of it.
+
+    ``result``: ``load_result("heads_long")``; every run of ``result["curves"]`` needs ``heads``,
+    ``step`` and ``key`` (lists of one length). Raises ValueError otherwise.
+    """
+    runs = _runs(result, "curves", ("heads", "step", key), ("step", key))
     fig, ax = _axes(ax, (7.5, 4))
     colours = {1: "C3", 2: "C1", 4: "C0", 8: "C2", 16: "C4"}
     seen = set()
-    for run in result["curves"].values():
+    for run in runs:
         h = run["heads"]
-        ax.plot(run["step"], run[key], "-", color=colours.get(h, "k"), lw=1.3, alpha=0.85,
+        ax.plot(run["step"], run[key], "-", color=colours.get(h, "k"), lw=1.3, alpha=0.85, gid="run",
                 label=f"{h} head{'s' if h > 1 else ''}" if h not in seen else None)
         seen.add(h)
+    sweep = [row[key] for row in result.get("lr_sweep_200_steps", ()) if key in row]
+    if sweep:
+        lrs = sorted({row["lr"] for row in result["lr_sweep_200_steps"] if "lr" in row})
+        ax.scatter([budget] * len(sweep), sweep, marker="x", color="C3", s=30, zorder=3, gid="sweep",
+                   label=f"1 head at {budget} steps, lr " + ", ".join(f"{lr:g}" for lr in lrs))
     ax.axvline(budget, color="grey", ls=":", lw=1)
     ax.text(budget * 1.05, 0.02, f"notebook budget\n({budget} steps)", color="grey", fontsize=8, va="bottom",
             transform=ax.get_xaxis_transform())
+    ylabel = {"count_beside": "count accuracy, marker beside", "count_not_beside": "count accuracy, no marker beside",
+              "count": "count accuracy", "all": "all three answers right"}.get(key, key)
     ax.set(xscale="log", ylim=(0, 1.02), xlabel="training steps (batches of 64, log scale)",
-           ylabel="count accuracy, marker beside", title="one line per seed")
+           ylabel=ylabel, title="one line per seed")
     ax.legend(fontsize=8, loc="lower right")
     return fig
 
@@ -117,22 +147,40 @@ def plot_simplex_projection(scores: torch.Tensor, sparsemax, ax=None):
     return fig
 
 
-def plot_longer_training(result: Mapping, names: Sequence[str] = ("mirror weight", "weight at +1", "argmax on mirror"),
-                         axes=None):
-    """Measures of every ``longer_training`` run against the epoch: one panel per measure, one line per run
-    (colour: schedule; each seed its own line)."""
-    if axes is None:
-        fig, axes = plt.subplots(1, len(names), figsize=(4.3 * len(names), 3.6), constrained_layout=True)
-    fig = np.atleast_1d(axes)[0].figure
-    schedules = sorted({run["schedule"] for run in result["runs"].values()})
-    for ax, name in zip(np.atleast_1d(axes), names):
-        for run in result["runs"].values():
-            k = schedules.index(run["schedule"])
-            ax.plot(run["epoch"], run[name], "o-" if run["seed"] == 0 else "-", ms=3, color=f"C{k}", alpha=0.85,
-                    label=f"{run['schedule']}" if run["seed"] == 0 else None)
-        ax.set(xlabel="epoch", title=name, ylim=(0, 1))
+def plot_longer_training(result: Mapping, names: Sequence[str] = ("mirror weight", "weight at +1",
+                                                               "argmax on mirror", "argmax at +1"), ncols: int = 2):
+    """Measures of every ``longer_training`` run against the epoch: one panel per measure (``ncols`` per row),
+    one line per run: the colour says the seed, the line style the schedule (dashed: the shortest).
+
+    ``result``: ``load_result("longer_training")``; every run of ``result["runs"]`` needs ``schedule``,
+    ``seed``, ``epoch`` and the ``names`` (lists of one length). Raises ValueError otherwise.
+    """
+    if isinstance(names, str) or not names:
+        raise ValueError(f"names must be a non-empty list of measures, got {names!r}")
+    runs = _runs(result, "runs", ("schedule", "seed", "epoch", *names), ("epoch", *names))
+    rows = -(-len(names) // ncols)
+    fig, axes = plt.subplots(rows, min(ncols, len(names)), figsize=(4.6 * min(ncols, len(names)), 3.2 * rows),
+                             sharex=True, constrained_layout=True, squeeze=False)
+    last_epoch = {run["schedule"]: run["epoch"][-1] for run in runs}
+    schedules = sorted(last_epoch, key=last_epoch.get)  # the shortest first: dashed
+    seeds = sorted({run["seed"] for run in runs})
+    styles = ["--", "-", ":", "-."]
+    for ax, name in zip(axes.flat, names):
+        for run in runs:
+            style = styles[schedules.index(run["schedule"]) % len(styles)]
+            ax.plot(run["epoch"], run[name], style, color=f"C{seeds.index(run['seed'])}", lw=1.4, gid="run",
+                    marker="o" if style == "--" else None, ms=3)
+        if name in ("mirror weight", "argmax on mirror"):
+            ax.axhline(1.0, color="grey", ls=":", lw=1)  # a perfect anti-diagonal
+        ax.set(title=name, ylim=(0, 1.03))
         ax.grid(alpha=0.3)
-    np.atleast_1d(axes)[0].legend(fontsize=8)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("epoch")
+    handles = [Line2D([], [], color=f"C{k}", label=f"seed {s}") for k, s in enumerate(seeds)]
+    handles += [Line2D([], [], color="k", ls=styles[k % len(styles)], label=s) for k, s in enumerate(schedules)]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8)
     return fig
 
 

@@ -219,6 +219,12 @@ def check_argmax_offset_share(fn: Callable[[torch.Tensor, torch.Tensor, int], fl
                 raise Hint(f"on {name}: you averaged over padded steps too; keep only the steps t < n of each example.")
             if math.isclose(got, _offset_share_reference(weights, lens, -offset), abs_tol=1e-6) and offset:
                 raise Hint(f"on {name}: the sign of the offset is flipped: the position is m(t) + offset.")
+            if any(math.isclose(got, _offset_share_reference(weights, lens, offset + k), abs_tol=1e-6) for k in (1, -1)):
+                raise Hint(f"on {name}: your mirrored position is one off: m(t) = n - 1 - t (positions count from 0).")
+            per_sequence = [hit[b, :n].float().mean().item() for b, n in enumerate(lens.tolist())]
+            if math.isclose(got, sum(per_sequence) / len(per_sequence), abs_tol=1e-6):
+                raise Hint(f"on {name}: you averaged the share of each sequence, then over the sequences; pool all "
+                           "token steps instead (a sequence of length 10 has 10 steps, one of length 4 has 4).")
             raise Hint(f"on {name}: expected {want:.4f}, got {got:.4f}.")
 
     return report("argmax offset share", check)
