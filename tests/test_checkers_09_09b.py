@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from course_utils.core.transformer import TransformerBlock
-from course_utils.helpers.checkers.explorations import check_decode_position, check_pre_norm_block
+from course_utils.helpers.checkers.positions import check_decode_position, check_pre_norm_block
 
 SEEDS = range(100)
 

@@ -42,7 +42,7 @@ PLAN = {
     "09": ("core", "03", "why attention ignores order; sinusoidal and learned positions; read a position back off its encoding"),
     "09b": ("core", "01b, 03, 09", "a post-norm Transformer block from the course's parts, equal to nn.TransformerEncoderLayer; its parameter count; write the pre-norm forward pass; order and the causal mask"),
     "10": ("optional", "01", "measure softmax saturation without scaling; sparsemax and top-k attention"),
-    "11": ("core", "05, 09", "next-token prediction with causal self-attention; generate text from a tiny GPT"),
+    "11": ("core", "05, 09b", "next-token prediction with causal self-attention; generate text from a tiny GPT"),
     "12": ("optional", "07", "how the number of heads changes accuracy and what each head does"),
     "13": ("optional", "04", "define closeness to the anti-diagonal and follow it over 20 epochs"),
     "14": ("optional", "01", "time and memory of attention as the sequence grows; fused scaled_dot_product_attention"),
