@@ -119,6 +119,24 @@ def test_plot_attention_grid_shares_one_colour_scale():
     plt.close("all")
 
 
+def test_plot_attention_grid_names_keys_and_queries_on_the_outer_panels_only():
+    # 8 heads in rows of 3: the last row holds heads 6 and 7, so head 5 (above the empty slot)
+    # shows its keys too; the queries are named in the first column only.
+    fig = plot_attention_grid(torch.rand(8, 4, 5), [f"k{j}" for j in range(5)], [f"q{i}" for i in range(4)], ncols=3)
+    heatmaps = [ax for ax in fig.axes if ax.collections and ax.get_label() != "<colorbar>"]
+    fig.canvas.draw()
+
+    def shown(labels):
+        return [t.get_text() for t in labels if t.get_visible() and t.get_text()]
+
+    for k, ax in enumerate(heatmaps):
+        keys = shown(ax.xaxis.get_ticklabels()) if ax.xaxis.get_tick_params()["labelbottom"] else []
+        queries = shown(ax.yaxis.get_ticklabels()) if ax.yaxis.get_tick_params()["labelleft"] else []
+        assert keys == ([f"k{j}" for j in range(5)] if k in (5, 6, 7) else []), (k, keys)
+        assert queries == ([f"q{i}" for i in range(4)] if k % 3 == 0 else []), (k, queries)
+    plt.close("all")
+
+
 def test_data_path_names_missing_files():
     with pytest.raises(ValueError, match="no data file 'nope.txt'"):
         data_path("nope.txt")

@@ -87,3 +87,21 @@ def test_every_notebook_starts_with_its_badges_and_the_colab_cell():
             f"{path.name}: the Colab set-up cell is not collapsed"
         )
         assert first_code.outputs == [], f"{path.name}: the Colab cell printed something"
+
+
+def _live_children():
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_execute_shuts_its_kernel_down(tmp_path):
+    # A NotebookClient given a kernel manager does not own it and would leave the kernel running:
+    # `nbtools execute` of every notebook then kept 30 kernels alive until it exited.
+    from course_utils.tooling.nbtools import execute
+
+    before = {p.pid for p in _live_children()}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os\nprint(os.getpid())")])
+    execute(nb, tmp_path)
+    kernel_pid = int(nb.cells[0].outputs[0].text)
+    assert kernel_pid not in {p.pid for p in _live_children()} - before

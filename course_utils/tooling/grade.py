@@ -207,7 +207,9 @@ def run_notebook(nb, exercise: str, workdir: Path, timeout: float, memory_bytes:
                              resources={"metadata": {"path": str(workdir)}}, shutdown_kernel="immediate", timeout=None)
     outcome = {"error": "", "timed_out": False, "died": ""}
     try:
-        with client.setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        # cleanup_kc=True: shut the kernel down afterwards (a client given a kernel manager would
+        # leave it running, and a submission's leftover threads with it, until the grader exits).
+        with client.setup_kernel(cleanup_kc=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
             deadline = time.monotonic() + timeout  # from the kernel's start
             for index, cell in enumerate(nb.cells[:-1]):
                 if cell.get("cell_type") != "code":

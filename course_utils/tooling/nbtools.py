@@ -125,7 +125,9 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) ->
         nb, km=_kernel_manager(), timeout=CELL_TIMEOUT, allow_errors=allow_errors,
         resources={"metadata": {"path": str(cwd)}}, record_timing=False,
     )
-    client.execute()
+    # The client does not own a kernel manager it is given, so it would leave the kernel running:
+    # cleanup_kc=True shuts it down (else every notebook executed keeps a kernel alive until exit).
+    client.execute(cleanup_kc=True)
     return nb
 
 
