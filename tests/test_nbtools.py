@@ -95,13 +95,18 @@ def _live_children():
     return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
 
 
-def test_execute_shuts_its_kernel_down(tmp_path):
-    # A NotebookClient given a kernel manager does not own it and would leave the kernel running:
-    # `nbtools execute` of every notebook then kept 30 kernels alive until it exited.
+def test_execute_trains_for_real_and_shuts_its_kernel_down(tmp_path, monkeypatch):
+    # Stored outputs come from real training even where the caller's environment turns the
+    # training cache on (a cell that times a training would otherwise store the time to load it).
+    # And a NotebookClient given a kernel manager does not own it, so it would leave the kernel
+    # running: `nbtools execute` of every notebook then kept 30 kernels alive until it exited.
     from course_utils.tooling.nbtools import execute
 
+    monkeypatch.setenv("COURSE_TRAINING_CACHE", str(tmp_path / "cache"))
     before = {p.pid for p in _live_children()}
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os\nprint(os.getpid())")])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os\nprint(os.getpid(), os.environ.get('COURSE_TRAINING_CACHE'))")])
     execute(nb, tmp_path)
-    kernel_pid = int(nb.cells[0].outputs[0].text)
-    assert kernel_pid not in {p.pid for p in _live_children()} - before
+    pid, cache = nb.cells[0].outputs[0].text.split()
+    assert cache == "off"
+    assert int(pid) not in {p.pid for p in _live_children()} - before

@@ -15,6 +15,7 @@ after a run that must raise no error.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -118,7 +119,12 @@ def _kernel_manager():
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) -> nbformat.NotebookNode:
-    """Run every cell of ``nb`` in a fresh kernel of this environment, in directory ``cwd``."""
+    """Run every cell of ``nb`` in a fresh kernel of this environment, in directory ``cwd``.
+
+    The kernel never uses the training cache (``COURSE_TRAINING_CACHE=off``, whatever the caller's
+    environment says): stored outputs and benchmarks come from real training, as a student runs it,
+    and a cell that times a training shows the real time, not the time to load a stored one.
+    """
     from nbclient import NotebookClient
 
     client = NotebookClient(
@@ -127,7 +133,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) ->
     )
     # The client does not own a kernel manager it is given, so it would leave the kernel running:
     # cleanup_kc=True shuts it down (else every notebook executed keeps a kernel alive until exit).
-    client.execute(cleanup_kc=True)
+    client.execute(cleanup_kc=True, env={**os.environ, "COURSE_TRAINING_CACHE": "off"})
     return nb
 
 
