@@ -90,3 +90,14 @@ def test_the_slow_tier_thins_folders_but_a_named_file_runs_whole():
     named = _collected("notebooks/05_causal_mask.ipynb")
     assert re.match(r"\d+/\d+ tests collected \(\d+ deselected\)", folder), folder
     assert re.match(r"\d+ tests collected", named) and "deselected" not in named, named
+
+
+@pytest.mark.parametrize("name", ["README.md", "INSTRUCTORS.md"])
+def test_no_placeholder_left_in_the_prose(name):
+    # A placeholder such as FIRST_RUN once reached the README. Names in backticks (COURSE_DEVICE,
+    # MKL_CBWR) are code, not placeholders.
+    text = (ROOT / name).read_text(encoding="utf-8")
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    placeholders = re.findall(r"\b[A-Z]{2,}(?:_[A-Z]{2,})+\b|\bTODO\b|\bFIXME\b|\bXXX\b", prose)
+    assert not placeholders, placeholders
