@@ -228,3 +228,16 @@ def test_call_peak_sees_a_call_that_holds_two_large_tensors_at_once():
     extra = call_peak_bytes(two_at_once)
     assert 1.8 * one < extra < 2.5 * one, extra / one
     assert call_peak_bytes(lambda: None) < 0.2 * one
+
+
+def test_call_peak_is_never_negative(monkeypatch):
+    # VmHWM is updated lazily: right after the reset it can read below VmRSS.
+    import sys
+
+    from course_utils.helpers import timing
+
+    if not sys.platform.startswith("linux"):
+        return
+    readings = {"VmRSS": 10_000_000, "VmHWM": 9_990_000}
+    monkeypatch.setattr(timing, "_proc_status_bytes", lambda key: readings[key])
+    assert call_peak_bytes(lambda: None) == 0

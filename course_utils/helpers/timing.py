@@ -206,7 +206,9 @@ def call_peak_bytes(fn: Callable[[], object]) -> int | None:
     except OSError:  # not Linux, or not allowed
         return None
     fn()
-    return _proc_status_bytes("VmHWM") - before
+    # The kernel updates the mark lazily, so right after the reset it can read a few pages below
+    # VmRSS; a call that needed nothing extra then came out as a small negative number.
+    return max(0, _proc_status_bytes("VmHWM") - before)
 
 
 def _proc_status_bytes(key: str) -> int:
