@@ -14,6 +14,16 @@ from course_utils.helpers.checkers.positions import check_decode_position, check
 SEEDS = range(100)
 
 
+def _passes_every_draw(checker, answer, seeds, capsys):
+    wrong = [s for s in seeds if not checker(answer, seed=s)]
+    assert not wrong, (answer.__name__, wrong[:5], capsys.readouterr().out[-1500:])
+
+
+def _stub_is_not_yet(checker, task, capsys):
+    result = checker(_stub)
+    assert result.status == "not done" and capsys.readouterr().out.startswith(f"[not yet] {task}")
+
+
 def _wrong(capsys, result, phrase):
     out = capsys.readouterr().out
     assert not result and result.status == "wrong", out
@@ -67,13 +77,11 @@ def decode_lookup(pe):  # the nearest row of a table of every position below 500
 @pytest.mark.parametrize("answer, seeds", [(decode_atan2, SEEDS), (decode_numpy, SEEDS), (decode_lookup, SEEDS[:20])])
 def test_decode_position_right_answers_pass_every_draw(answer, seeds, capsys):
     # the lookup compares 1,000 encodings with 5,000 table rows in every draw: 20 draws of it
-    wrong = [s for s in seeds if not check_decode_position(answer, seed=s)]
-    assert not wrong, (answer.__name__, wrong[:5], capsys.readouterr().out[-1500:])
+    _passes_every_draw(check_decode_position, answer, seeds, capsys)
 
 
 def test_decode_position_stub_is_not_yet(capsys):
-    result = check_decode_position(_stub)
-    assert result.status == "not done" and capsys.readouterr().out.startswith("[not yet] decode_position")
+    _stub_is_not_yet(check_decode_position, "decode_position", capsys)
 
 
 def _fast_pair(pe):
@@ -167,13 +175,11 @@ def pre_norm_by_hand(block, x, mask=None):  # LayerNorm written out, a list retu
 
 @pytest.mark.parametrize("answer", [pre_norm, pre_norm_by_hand])
 def test_pre_norm_block_right_answers_pass_every_draw(answer, capsys):
-    wrong = [s for s in SEEDS if not check_pre_norm_block(answer, seed=s)]
-    assert not wrong, (answer.__name__, wrong[:5], capsys.readouterr().out[-1500:])
+    _passes_every_draw(check_pre_norm_block, answer, SEEDS, capsys)
 
 
 def test_pre_norm_block_stub_is_not_yet(capsys):
-    result = check_pre_norm_block(_stub)
-    assert result.status == "not done" and capsys.readouterr().out.startswith("[not yet] pre_norm_block")
+    _stub_is_not_yet(check_pre_norm_block, "pre_norm_block", capsys)
 
 
 def test_the_checker_leaves_the_global_random_state_alone(capsys):
