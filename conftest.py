@@ -24,6 +24,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent
 os.environ.setdefault("COURSE_DEVICE", "cpu")  # inherited by the notebook kernels nbval starts
 _CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -68,3 +70,11 @@ def pytest_ignore_collect(collection_path, config):
     if path.suffix == ".ipynb" and "submissions" in path.relative_to(ROOT).parts[:2]:
         return True  # tests/submissions: the grader's test data (endless loops, crashes), never run by nbval
     return None
+
+
+@pytest.fixture
+def live_child_pids():
+    """A function that returns the pids of this process's living child processes (the kernels it started)."""
+    import psutil  # installed with ipykernel
+
+    return lambda: {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}

@@ -160,14 +160,11 @@ def test_grading_cell_carries_no_solution_and_valid_json_marker():
 
 
 @pytest.mark.slow
-def test_each_submission_kernel_is_shut_down(tmp_path):
+def test_each_submission_kernel_is_shut_down(tmp_path, live_child_pids):
     # Before: the grader's client did not own its kernel manager, so every graded notebook left its
     # kernel (and whatever threads the submission started) running until the grader exited.
-    import psutil
-
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import os, threading, time\nprint(os.getpid())\nthreading.Thread(target=lambda: time.sleep(600), daemon=False).start()")])
     outcome = grade.run_notebook(nb, "05_causal_mask", tmp_path, timeout=60, memory_bytes=0)
     kernel_pid = int(nb.cells[0].outputs[0].text)
-    alive = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
-    assert kernel_pid not in alive, outcome
+    assert kernel_pid not in live_child_pids(), outcome

@@ -89,13 +89,7 @@ def test_every_notebook_starts_with_its_badges_and_the_colab_cell():
         assert first_code.outputs == [], f"{path.name}: the Colab cell printed something"
 
 
-def _live_children():
-    import psutil
-
-    return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
-
-
-def test_execute_trains_for_real_and_shuts_its_kernel_down(tmp_path, monkeypatch):
+def test_execute_trains_for_real_and_shuts_its_kernel_down(tmp_path, monkeypatch, live_child_pids):
     # Stored outputs come from real training even where the caller's environment turns the
     # training cache on (a cell that times a training would otherwise store the time to load it).
     # And a NotebookClient given a kernel manager does not own it, so it would leave the kernel
@@ -103,10 +97,9 @@ def test_execute_trains_for_real_and_shuts_its_kernel_down(tmp_path, monkeypatch
     from course_utils.tooling.nbtools import execute
 
     monkeypatch.setenv("COURSE_TRAINING_CACHE", str(tmp_path / "cache"))
-    before = {p.pid for p in _live_children()}
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import os\nprint(os.getpid(), os.environ.get('COURSE_TRAINING_CACHE'))")])
     execute(nb, tmp_path)
     pid, cache = nb.cells[0].outputs[0].text.split()
     assert cache == "off"
-    assert int(pid) not in {p.pid for p in _live_children()} - before
+    assert int(pid) not in live_child_pids()
