@@ -34,6 +34,7 @@ from collections.abc import Callable
 STUB_MESSAGE = "Your turn: replace this line with your code."
 NEEDS = re.compile(r"^# needs (task \d+ \(\w+\))(, task \d+ \(\w+\))*$")
 NEED = re.compile(r"task (\d+) \((\w+)\)")
+WAITING = re.compile(r"(not done yet: write |not defined yet: run )")  # in the line a waiting cell prints
 
 
 def needs_line(needs: dict[str, int]) -> str:

@@ -83,6 +83,21 @@ def is_task_cell(source: str) -> bool:
     return any(line.strip() == BEGIN for line in source.splitlines())
 
 
+def solution_lines(solution: nbformat.NotebookNode) -> set[str]:
+    """The distinctive lines of a solution notebook's solution regions, stripped: code lines longer
+    than 12 characters that are not comments (what must never be published)."""
+    lines = set()
+    for cell in solution.cells:
+        inside = False
+        for line in cell.source.splitlines() if cell.cell_type == "code" else ():
+            marker = line.strip()
+            if marker in (BEGIN, END):
+                inside = marker == BEGIN
+            elif inside and len(marker) > 12 and not marker.startswith("#"):
+                lines.add(marker)
+    return lines
+
+
 # --- What a cell reads, binds and changes --------------------------------------------------------------------
 
 
