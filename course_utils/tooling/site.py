@@ -292,7 +292,8 @@ def landing_page(readme: str, rows: list[Row], instructors: bool) -> str:
         GENERATED_NOTE.format(source="README.md"),
         f"# {title}\n",
         rewrite_links(intro, "", "", pages) + "\n",
-        "This site shows every notebook with the outputs it stores, so that you can read before you run. "
+        "This site shows every notebook with its outputs, so that you can read before you run; a notebook "
+        "with tasks is shown after a finished run, each task cell with the code you start from. "
         f"To run one, use its launch links, or install the course on your machine as its "
         f"[README]({REPOSITORY_URL}#start) says.\n",
         "## The notebooks\n",
