@@ -452,12 +452,19 @@ def test_no_page_shows_a_waiting_cell_or_an_unfinished_task(pages):
     assert not bad, f"pages that show what a reader should not see: {bad}"
 
 
-def test_no_page_shows_a_line_of_a_solution(pages):
+def test_no_page_shows_a_line_of_a_solution(built, pages):
     shown = published_text()
     secrets = {path.name: {line for line in solution_lines(nbformat.read(path, as_version=4)) if line not in shown}
                for path in SOLUTIONS.glob("*.ipynb")}  # fmt: skip
     assert sum(map(len, secrets.values())) >= 20, "the check has too few solution lines to look for"
-    found = {name: hits for name, page in pages.items() if (hits := leaked("".join(page.text), set().union(*secrets.values())))}
+    secret = set().union(*secrets.values())
+    found = {name: hits for name, page in pages.items() if (hits := leaked("".join(page.text), secret))}
+    for path in built.rglob("*.ipynb"):  # the pages' sources, which the site offers for download
+        nb = nbformat.read(path, as_version=4)
+        outputs = [o.get("text", "") + "".join(str(v) for v in o.get("data", {}).values()) for c in nb.cells for o in c.get("outputs", [])]
+        text = "\n".join([c.source for c in nb.cells] + outputs)
+        if hits := leaked(text, secret):
+            found[path.relative_to(built).as_posix()] = hits
     assert not found, f"solution code on the site: {found}"
 
 
