@@ -511,7 +511,7 @@ def test_solutions_are_not_published(built, pages):
         # The exercise's page shows one stub where the solution has each answer.
         regions = sum(c.source.count(BEGIN) for c in nbformat.read(solution, as_version=4).cells)
         code = "\n".join(pages[_page_of(solution)].code_text)
-        assert code.count(STUB) == regions, f"the page of {solution.name} is not its student version"
+        assert code.count(STUB) == regions, f"the page of {solution.name} does not show one stub per task"
 
 
 def test_nothing_is_loaded_from_the_network(built, pages):
