@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from course_utils.helpers.tasks import NEED, NEEDS
-from course_utils.tooling.nbtools import BEGIN, END, NOTEBOOKS, SOLUTIONS, make_student_notebook
+from course_utils.tooling.nbtools import BEGIN, END, NOTEBOOKS, ROOT, SOLUTIONS, make_student_notebook
 
 SOLUTION_PATHS = sorted(SOLUTIONS.glob("*.ipynb"))
 ids = [p.name for p in SOLUTION_PATHS]
@@ -102,7 +102,10 @@ def test_student_version_with_the_solutions_pasted_in_is_the_solution_notebook(s
 def test_student_version_has_the_solutions_cells_in_the_same_order(solution_path: Path):
     solution = nbformat.read(solution_path, as_version=4)
     student = nbformat.read(NOTEBOOKS / solution_path.name, as_version=4)
-    assert [c.cell_type for c in student.cells] == [c.cell_type for c in solution.cells]
+    assert [c.cell_type for c in student.cells] == [c.cell_type for c in solution.cells], (
+        f"{solution_path.name}: run `python -m course_utils.tooling.nbtools execute {solution_path.relative_to(ROOT)}` "
+        "(it gives the solution its header), then `nbtools students` on it"
+    )
 
 
 def _guards(student) -> list[str]:
