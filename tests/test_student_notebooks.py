@@ -12,24 +12,10 @@ import pytest
 
 from course_utils.helpers.tasks import NEED, NEEDS
 from course_utils.tooling.nbtools import BEGIN, END, NOTEBOOKS, ROOT, SOLUTIONS, make_student_notebook
+from course_utils.tooling.student_versions import solution_lines
 
 SOLUTION_PATHS = sorted(SOLUTIONS.glob("*.ipynb"))
 ids = [p.name for p in SOLUTION_PATHS]
-
-
-def _solution_lines(solution) -> set[str]:
-    """The non-trivial lines inside solution regions."""
-    lines, inside = set(), False
-    for cell in solution.cells:
-        if cell.cell_type != "code":
-            continue
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker in (BEGIN, END):
-                inside = marker == BEGIN
-            elif inside and len(marker) > 12 and not marker.startswith("#"):
-                lines.add(marker)
-    return lines
 
 
 def _paste_solutions(student, solution):
@@ -58,7 +44,7 @@ def test_student_version_is_committed_and_up_to_date(solution_path: Path):
 @pytest.mark.parametrize("solution_path", SOLUTION_PATHS, ids=ids)
 def test_student_version_contains_no_solution_code(solution_path: Path):
     solution = nbformat.read(solution_path, as_version=4)
-    secret = _solution_lines(solution)
+    secret = solution_lines(solution)
     assert secret, f"{solution_path.name} has no solution regions"
     student = nbformat.read(NOTEBOOKS / solution_path.name, as_version=4)
     text = "\n".join(c.source for c in student.cells if c.cell_type == "code")
