@@ -46,7 +46,7 @@ def released(path: str) -> bool:
     return not path.startswith(LEFT_OUT) and path not in LEFT_OUT_FILES and not SKIPPED_PARTS.intersection(path.split("/"))
 
 
-def solution_lines(root: Path = ROOT) -> dict[str, set[str]]:
+def region_lines(root: Path = ROOT) -> dict[str, set[str]]:
     """{solution notebook name: the stripped code lines inside its solution regions (no blanks, no comments)}."""
     found = {}
     for path in sorted((root / "notebooks" / "solutions").glob("*.ipynb")):
@@ -107,7 +107,7 @@ def leaks(release_dir: Path, root: Path = ROOT) -> list[str]:
     """
     published = published_text(root) + "\n" + _outside_regions(root)
     found = []
-    for lines in solution_lines(root).values():
+    for lines in region_lines(root).values():
         secret = {line for line in lines if line not in published}
         for path in sorted(p for p in release_dir.rglob("*") if p.is_file()):
             text = _text(path)
