@@ -23,9 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .student_versions import BEGIN, END
+
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "notebooks" / "solutions"
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 LEFT_OUT = ("notebooks/solutions/", "tests/", "course_utils/tooling/", "docs/", ".ci/", ".github/")
 LEFT_OUT_FILES = {"conftest.py", "INSTRUCTORS.md", ".gitignore"}
 SKIPPED_PARTS = {".git", ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
