@@ -6,8 +6,9 @@ Build it from the repository root (``docs/requirements.txt`` installed):
 
 The pages are generated from the repository before Sphinx reads them
 (``course_utils.tooling.site.prepare``): docs/index.md from README.md, docs/notebooks/
-from notebooks/ (never notebooks/solutions/), docs/instructors.md from INSTRUCTORS.md
-when there is one. Edit those, not the generated files (git-ignored).
+from notebooks/ (an exercise's page from its solution's outputs, with the student's stubs;
+never a solution), docs/instructors.md from INSTRUCTORS.md when there is one. Edit those, not
+the generated files (git-ignored).
 """
 
 import importlib
@@ -45,10 +46,11 @@ extensions = [
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "requirements.txt"]
 
-# Notebooks are shown with the outputs they store: nbval (`pytest`) already checks those.
+# Notebooks are shown with the outputs they store (an exercise with its solution's): nbval (`pytest`) checks those.
 nb_execution_mode = "off"
 nb_merge_streams = True
-myst_enable_extensions = ["dollarmath", "amsmath"]
+# html_image: an <img src="figures/x.svg" width=...> in a notebook is an image Sphinx copies, as ![alt](figures/x.svg) is.
+myst_enable_extensions = ["dollarmath", "amsmath", "html_image"]
 myst_heading_anchors = 3  # GitHub-style anchors: links such as notebooks/01_x.ipynb#setup work on the site too
 
 html_theme = "sphinx_book_theme"

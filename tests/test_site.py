@@ -5,12 +5,15 @@ Build the site first (``docs/requirements.txt`` installed), from the repository 
     python -m sphinx -W -b html docs docs/_build/html
 
 The first tests check ``course_utils.tooling.site``, which writes the site's pages from the
-repository, and need nothing built. The others read the built site (docs/_build/html, or
-$SITE_DIR): every notebook of notebooks/ has a page with its figures, and none of
-notebooks/solutions/ does; no page shows a traceback, a widget's raw repr or a path of the
-machine that built it; launch links open the right notebook; nothing is loaded from the
-network; and a real headless Chromium (Debian's ``chromium``, driven by Playwright, as in
-tests/test_browser.py) draws a page's figures and its formulas (MathJax, served locally).
+repository, and need nothing built: an exercise's page is its solved run with the student's
+stubs, drawings are copied beside the pages. The others read the built site (docs/_build/html,
+or $SITE_DIR): every notebook of notebooks/ has a page with as many figures as its solved run
+(outputs and drawings), and none of notebooks/solutions/ does; no page shows a traceback, a
+`# needs task` line, a waiting cell's line, `NotImplementedError` outside a stub, a line of a
+solution, a widget's raw repr or a path of the machine that built it; launch links open the
+student version; nothing is loaded from the network; and a real headless Chromium (Debian's
+``chromium``, driven by Playwright, as in tests/test_browser.py) draws a page's figures and its
+formulas (MathJax, served locally).
 
 Without a built site (or without Chromium or Playwright, for the browser test) these tests
 are skipped on a developer's machine; in CI (environment variable ``CI`` set) they fail:
@@ -32,8 +35,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.tooling import site
-from course_utils.tooling.nbtools import BEGIN, NOTEBOOKS, ROOT, SOLUTIONS, STUB, launch_links
+from course_utils.helpers.tasks import WAITING
+from course_utils.tooling import nbtools, site
+from course_utils.tooling.nbtools import BEGIN, NOTEBOOKS, ROOT, SOLUTIONS, STUB, launch_links, make_student_notebook
+from course_utils.tooling.student_versions import END, is_task_cell, solution_lines
 
 SITE = Path(os.environ.get("SITE_DIR", ROOT / "docs" / "_build" / "html"))
 BUILD = "python -m sphinx -W -b html docs docs/_build/html"
@@ -78,10 +83,12 @@ class Page(html.parser.HTMLParser):
         self.links: list[str] = []  # href of every <a>
         self.assets: list[str] = []  # src of scripts and images, href of stylesheets and icons
         self.output_images: list[str] = []  # src of every <img> inside a cell's output
+        self.drawings: list[str] = []  # src of every other <img> of the article (images in the notebook's text)
         self.output_text: list[str] = []
         self.code_text: list[str] = []  # the text of every <pre>
+        self.text: list[str] = []  # every text of the page but scripts and styles
         self._divs: list[bool] = []  # for each open <div>: does it open a cell output?
-        self._pre = 0
+        self._pre = self._article = self._hidden = 0
         self.feed(path.read_text(encoding="utf-8"))
 
     @property
@@ -98,23 +105,73 @@ class Page(html.parser.HTMLParser):
             self.assets.append(a["src"])
             if tag == "img" and self.in_output:
                 self.output_images.append(a["src"])
+            elif tag == "img" and self._article:
+                self.drawings.append(a["src"])
         elif tag == "link" and a.get("href") and {"stylesheet", "icon", "preload"} & set((a.get("rel") or "").split()):
             self.assets.append(a["href"])
         elif tag == "pre":
             self._pre += 1
             self.code_text.append("")
+        elif tag == "article":
+            self._article += 1
+        if tag in ("script", "style"):
+            self._hidden += 1
 
     def handle_endtag(self, tag):
         if tag == "div" and self._divs:
             self._divs.pop()
         elif tag == "pre" and self._pre:
             self._pre -= 1
+        elif tag == "article" and self._article:
+            self._article -= 1
+        elif tag in ("script", "style") and self._hidden:
+            self._hidden -= 1
 
     def handle_data(self, data):
         if self.in_output:
             self.output_text.append(data)
         if self._pre:
             self.code_text[-1] += data
+        if not self._hidden:
+            self.text.append(data)
+
+
+def solved_source(notebook: Path) -> Path:
+    """The notebook whose run a page shows: the solution twin if there is one."""
+    return SOLUTIONS / notebook.name if (SOLUTIONS / notebook.name).is_file() else notebook
+
+
+def figures_of(nb: nbformat.NotebookNode) -> int:
+    """The figures a reader of the solved notebook sees: image outputs (not of task cells, whose page shows
+    the stub) and the images of its Markdown (drawings: Markdown or HTML images, attachments; not the badges)."""
+    outputs = sum(1 for c in nb.cells if c.cell_type == "code" and not is_task_cell(c.source)
+                  for o in c.outputs if set(IMAGE_TYPES) & set(o.get("data", {})))  # fmt: skip
+    drawings = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and nbtools.BADGES_TAG not in cell.metadata.get("tags", []):
+            targets = [m.group("target") for m in site.LINK.finditer(cell.source) if m.group("bang")]
+            targets += [m.group("target") for m in site.HTML_IMAGE.finditer(cell.source)]
+            drawings += sum(1 for t in targets if not re.match(r"^(https?:)?//", t))
+    return outputs + drawings
+
+
+def published_text() -> str:
+    """What the course shows anyway, as one text: the cells of the notebooks in notebooks/ and the
+    solutions' lines outside their solution regions (lesson code that a task repeats is no leak)."""
+    lines = []
+    for path in [*NOTEBOOKS.glob("*.ipynb"), *SOLUTIONS.glob("*.ipynb")]:
+        for cell in nbformat.read(path, as_version=4).cells:
+            inside = False
+            for line in cell.source.splitlines():
+                inside = (line.strip() == BEGIN) or (inside and line.strip() != END)
+                if not inside:
+                    lines.append(line)
+    return "\n".join(lines)
+
+
+def leaked(text: str, secrets: set[str]) -> list[str]:
+    """The lines of ``secrets`` that ``text`` (a page's text) contains."""
+    return sorted(line for line in secrets if line in text)
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +255,145 @@ def test_links_to_pages_stay_and_other_repository_links_go_to_github():
     assert f"[folder]({site.REPOSITORY_URL}/tree/" in site.rewrite_links("[folder](binder/)", "", "", pages)
 
 
+def _exercise(name: str = "98_exercise.ipynb", solutions: Path = SOLUTIONS) -> nbformat.NotebookNode:
+    """A small solved exercise: a task, its checker, a cell that uses the student's function (with a
+    figure), the lesson going on with the course's function, and a cell that prints after a mutation."""
+    new, md, out = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell, nbformat.v4.new_output
+    nb = nbformat.v4.new_notebook(cells=[
+        md("# 98 · An exercise\n\nIntro."),
+        new("from course_utils.helpers.tasks import enable\n\nenable()", outputs=[]),
+        new("def double(x):\n    ### BEGIN SOLUTION\n    twice_the_input = x + x\n    return twice_the_input\n"
+            "    ### END SOLUTION\n\ncheck_double(double)",
+            outputs=[out("stream", name="stdout", text="[correct] double: every case passed.\n")]),
+        new("check_double(double)", outputs=[out("stream", name="stdout", text="[correct] double: every case passed.\n")]),
+        new("values = [double(i) for i in range(3)]\nplot(values)", outputs=[
+            out("stream", name="stdout", text="[0, 2, 4]\n"),
+            out("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})]),
+        new("print(course_double(4))", outputs=[out("stream", name="stdout", text="8\n")]),
+    ], metadata={"course": {"file": name}, "language_info": {"name": "python"}})  # fmt: skip
+    nbtools.add_header(nb, solutions / name)
+    return nb
+
+
+def test_an_exercise_page_shows_the_solved_run_with_the_students_stubs():
+    solution = _exercise()
+    path = NOTEBOOKS / "98_exercise.ipynb"
+    student = make_student_notebook(solution, path)
+    assert student.cells[6].source.startswith("# needs task 1 (double)")
+    page = site.page_notebook(student, path, solution)
+    sources = [c.source for c in page.cells]
+    assert len(page.cells) == len(solution.cells) - 2, "the badges and the Colab cell are left out"
+    assert sources[0].startswith("# 98 · An exercise") and "finished run" in sources[0]
+    binder, colab = launch_links(path)
+    assert binder in sources[0] and colab in sources[0] and "solutions" not in sources[0]
+    task = page.cells[2]
+    assert task.source == f"def double(x):\n    {STUB}\n\ncheck_double(double)" and task.outputs == []
+    assert "[correct]" in page.cells[3].outputs[0].text
+    assert sources[4].startswith("values = [double(i)") and "image/png" in page.cells[4].outputs[1].data
+    assert not [src for src in sources if "# needs" in src or "twice_the_input" in src]
+    assert page.metadata["course"]["role"] == "student"
+
+
+def test_a_lesson_without_a_twin_shows_no_guard_line_and_no_line_about_an_unfinished_task():
+    stub = nbformat.v4.new_code_cell(f"def f(n):\n    {STUB}\n\ncheck_f(f)", outputs=[nbformat.v4.new_output(
+        "stream", name="stdout", text="[not yet] f: not implemented yet. Replace the `raise NotImplementedError` line.\n")])
+    waiting = nbformat.v4.new_code_cell("# needs task 1 (f)\nprint(f(2))\nprint('after')", outputs=[nbformat.v4.new_output(
+        "stream", name="stdout", text="before\nTask 1 is not done yet: write `f` above, then run this cell again.\n")])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 97 · A lesson"), stub, waiting])
+    page = site.page_notebook(nb, NOTEBOOKS / "97_lesson.ipynb")
+    assert "finished run" not in page.cells[0].source, "the note is for pages of a solved run"
+    assert page.cells[1].outputs == []
+    assert page.cells[2].source == "print(f(2))\nprint('after')" and page.cells[2].outputs[0].text == "before\n"
+
+
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="240" height="60" role="img"><title>t</title><rect width="240" height="60" fill="#0072B2"/></svg>'
+
+
+@pytest.fixture
+def tiny_course(tmp_path, monkeypatch):
+    """A course of two notebooks in tmp_path: a lesson showing a drawing of notebooks/figures/ as a Markdown
+    image, as an HTML image and as a cell attachment; an exercise with its solution twin."""
+    import base64
+
+    (tmp_path / "notebooks" / "figures").mkdir(parents=True)
+    (tmp_path / "notebooks" / "solutions").mkdir()
+    (tmp_path / "notebooks" / "figures" / "tiny.svg").write_text(SVG, encoding="utf-8")
+    (tmp_path / "notebooks" / "figures" / "unused.svg").write_text(SVG, encoding="utf-8")
+    lesson = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# 01 · A lesson\n\n![A tiny blue box](figures/tiny.svg)"),
+        nbformat.v4.new_markdown_cell('<img src="figures/tiny.svg" alt="The box again" width="120">'),
+        nbformat.v4.new_markdown_cell("![An attached box](attachment:box.svg)",
+                                      attachments={"box.svg": {"image/svg+xml": base64.b64encode(SVG.encode()).decode()}}),
+        nbformat.v4.new_markdown_cell("[a solution](solutions/02_exercise.ipynb)"),
+    ])  # fmt: skip
+    nbformat.write(lesson, tmp_path / "notebooks" / "01_lesson.ipynb")
+    for module in (site, nbtools):
+        monkeypatch.setattr(module, "ROOT", tmp_path)
+    monkeypatch.setattr(site, "NOTEBOOKS", tmp_path / "notebooks")
+    for module in (site, nbtools):
+        monkeypatch.setattr(module, "SOLUTIONS", tmp_path / "notebooks" / "solutions")
+    monkeypatch.setattr(site, "README", tmp_path / "README.md")
+    monkeypatch.setattr(site, "INSTRUCTORS", tmp_path / "INSTRUCTORS.md")
+    solution = _exercise("02_exercise.ipynb", tmp_path / "notebooks" / "solutions")
+    nbformat.write(solution, tmp_path / "notebooks" / "solutions" / "02_exercise.ipynb")
+    nbformat.write(make_student_notebook(solution, tmp_path / "notebooks" / "02_exercise.ipynb"), tmp_path / "notebooks" / "02_exercise.ipynb")
+    (tmp_path / "README.md").write_text("# Course\n\nIntro.\n\n## The notebooks\n\n| # | notebook | what | launch |\n"
+                                        "| --- | --- | --- | --- |\n| 01 | [A lesson](notebooks/01_lesson.ipynb) | a | x |\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_drawings_are_copied_beside_the_pages_and_attachments_become_files(tiny_course):
+    docs = tiny_course / "docs"
+    rows = site.prepare(docs)
+    assert [r.path for r in rows] == ["notebooks/01_lesson.ipynb", "notebooks/02_exercise.ipynb"]
+    assert (docs / "notebooks" / "figures" / "tiny.svg").read_text(encoding="utf-8") == SVG
+    assert not (docs / "notebooks" / "figures" / "unused.svg").exists(), "only the images a page shows"
+    page = nbformat.read(docs / "notebooks" / "01_lesson.ipynb", as_version=4)
+    assert "![A tiny blue box](figures/tiny.svg)" in page.cells[0].source, "a drawing stays a relative image"
+    assert '<img src="figures/tiny.svg"' in page.cells[1].source
+    attached = page.cells[2]
+    assert "attachments" not in attached and attached.source == "![An attached box](attachments/01_lesson-2-box.svg)"
+    assert (docs / "notebooks" / "attachments" / "01_lesson-2-box.svg").read_text(encoding="utf-8") == SVG
+    assert f"{site.REPOSITORY_URL}/blob/" in page.cells[3].source, "a solution is linked on GitHub, not published"
+    exercise = nbformat.read(docs / "notebooks" / "02_exercise.ipynb", as_version=4)
+    assert "[correct]" in exercise.cells[3].outputs[0].text and "twice_the_input" not in nbformat.writes(exercise)
+    # A drawing the lesson no longer shows leaves the site at the next build.
+    lesson = nbformat.read(tiny_course / "notebooks" / "01_lesson.ipynb", as_version=4)
+    lesson.cells = lesson.cells[:1] + lesson.cells[3:]
+    lesson.cells[0].source = "# 01 · A lesson"
+    nbformat.write(lesson, tiny_course / "notebooks" / "01_lesson.ipynb")
+    site.prepare(docs)
+    assert not (docs / "notebooks" / "figures").exists() and not (docs / "notebooks" / "attachments").exists()
+
+
+@pytest.mark.slow
+def test_drawings_show_on_a_built_page(tiny_course):
+    """Sphinx with myst-nb, configured as docs/conf.py: each form of drawing is an <img> whose file is in the site."""
+    pytest.importorskip("myst_nb")
+    from sphinx.cmd.build import build_main
+
+    docs = tiny_course / "docs"
+    site.prepare(docs)
+    conf = (ROOT / "docs" / "conf.py").read_text(encoding="utf-8")
+    extensions = re.search(r"^myst_enable_extensions = .*$", conf, re.M).group(0)
+    (docs / "conf.py").write_text(f"extensions = ['myst_nb']\nnb_execution_mode = 'off'\n{extensions}\n"
+                                  "html_theme = 'sphinx_book_theme'\n", encoding="utf-8")
+    out = tiny_course / "html"
+    assert build_main(["-q", "-W", "-b", "html", str(docs), str(out)]) == 0
+    page = Page(out / "notebooks" / "01_lesson.html")
+    assert len(page.drawings) == 3
+    for src in page.drawings:
+        assert (page.path.parent / src).resolve().read_text(encoding="utf-8") == SVG
+    assert 'alt="A tiny blue box"' in page.path.read_text(encoding="utf-8")
+
+
+def test_the_leak_check_finds_a_solution_line_in_highlighted_code(tmp_path):
+    line = "twice_the_input = x + x"
+    highlighted = '<pre><span class="n">twice_the_input</span> <span class="o">=</span> <span class="n">x</span> + x</pre>'
+    (tmp_path / "p.html").write_text(f"<html><body><article>{highlighted}</article></body></html>", encoding="utf-8")
+    assert leaked("".join(Page(tmp_path / "p.html").text), {line, "never shown anywhere"}) == [line]
+
+
 def test_instructors_page_only_when_the_repository_has_one(tmp_path, monkeypatch):
     guide = tmp_path / "INSTRUCTORS.md"
     guide.write_text("# Teaching it\n\nSee [the solution](notebooks/solutions/05_causal_mask.ipynb) "
@@ -208,7 +404,7 @@ def test_instructors_page_only_when_the_repository_has_one(tmp_path, monkeypatch
     page = (docs / "instructors.md").read_text(encoding="utf-8")
     assert f"({site.REPOSITORY_URL}/blob/" in page and "(notebooks/01_scaled_dot_product_attention.ipynb)" in page
     assert "\ninstructors\n" in (docs / "index.md").read_text(encoding="utf-8")
-    assert sorted(p.name for p in (docs / "notebooks").iterdir()) == [p.name for p in student_notebooks()]
+    assert sorted(p.name for p in (docs / "notebooks").glob("*.ipynb")) == [p.name for p in student_notebooks()]
     guide.unlink()
     site.prepare(docs)
     assert not (docs / "instructors.md").exists() and "\ninstructors\n" not in (docs / "index.md").read_text(encoding="utf-8")
@@ -228,16 +424,48 @@ def test_every_notebook_has_a_page_in_the_readme_order(pages):
 
 
 @pytest.mark.parametrize("notebook", student_notebooks(), ids=lambda p: p.stem)
-def test_a_notebook_page_shows_its_figures(pages, built, notebook):
+def test_a_notebook_page_shows_the_figures_of_its_solved_run(pages, built, notebook):
     page = pages.get(_page_of(notebook))
     assert page is not None, f"no page for {notebook.name}; rebuild the site with `{BUILD}`"
-    nb = nbformat.read(notebook, as_version=4)
-    stored = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs if set(IMAGE_TYPES) & set(o.get("data", {})))
-    assert stored > 0, f"{notebook.name} stores no figure"
-    assert len(page.output_images) == stored, f"{notebook.name}: {stored} stored figures, {len(page.output_images)} on its page"
-    for src in page.output_images:
+    solved = solved_source(notebook)
+    stored = figures_of(nbformat.read(solved, as_version=4))
+    assert stored > 0, f"{solved.name} stores no figure"
+    shown = page.output_images + page.drawings
+    assert len(shown) == stored, f"{notebook.name}: {stored} figures in {solved.relative_to(ROOT)}, {len(shown)} on its page"
+    for src in shown:
         image = (page.path.parent / src).resolve()
         assert image.is_file() and image.stat().st_size > 100, f"{notebook.name}: figure {src} missing or empty"
+
+
+def test_no_page_shows_a_waiting_cell_or_an_unfinished_task(pages):
+    bad = {}
+    for name, page in pages.items():
+        output = "".join(page.output_text)
+        stub_lines = [line for code in page.code_text for line in code.splitlines() if "NotImplementedError" in line]
+        stub_lines = [line for line in stub_lines if not re.match(r'\s*raise NotImplementedError\("Your turn', line)]
+        if m := re.search(r"# needs task \d+", "".join(page.text)):
+            bad[name] = f"a guard line: {m.group(0)!r}"
+        elif m := WAITING.search(output) or re.search("NotImplementedError|Traceback", output):
+            bad[name] = f"an output about an unfinished task: {output[max(0, m.start() - 100) : m.end() + 60]!r}"
+        elif stub_lines:
+            bad[name] = f"NotImplementedError outside a stub: {stub_lines}"
+    assert not bad, f"pages that show what a reader should not see: {bad}"
+
+
+def test_no_page_shows_a_line_of_a_solution(built, pages):
+    shown = published_text()
+    secrets = {path.name: {line for line in solution_lines(nbformat.read(path, as_version=4)) if line not in shown}
+               for path in SOLUTIONS.glob("*.ipynb")}  # fmt: skip
+    assert sum(map(len, secrets.values())) >= 20, "the check has too few solution lines to look for"
+    secret = set().union(*secrets.values())
+    found = {name: hits for name, page in pages.items() if (hits := leaked("".join(page.text), secret))}
+    for path in built.rglob("*.ipynb"):  # the pages' sources, which the site offers for download
+        nb = nbformat.read(path, as_version=4)
+        outputs = [o.get("text", "") + "".join(str(v) for v in o.get("data", {}).values()) for c in nb.cells for o in c.get("outputs", [])]
+        text = "\n".join([c.source for c in nb.cells] + outputs)
+        if hits := leaked(text, secret):
+            found[path.relative_to(built).as_posix()] = hits
+    assert not found, f"solution code on the site: {found}"
 
 
 def test_no_page_shows_a_traceback_or_a_widget_repr(pages):
@@ -280,11 +508,10 @@ def test_the_landing_page_launches_every_notebook(pages):
 def test_solutions_are_not_published(built, pages):
     assert not [p for p in built.rglob("*") if "solutions" in p.relative_to(built).parts], "a solutions folder in the site"
     for solution in sorted(SOLUTIONS.glob("*.ipynb")):
-        # The exercise's page is its student version: one stub where the solution has each answer
-        # (tests/test_student_notebooks.py checks that a student version leaks no solution).
+        # The exercise's page shows one stub where the solution has each answer.
         regions = sum(c.source.count(BEGIN) for c in nbformat.read(solution, as_version=4).cells)
         code = "\n".join(pages[_page_of(solution)].code_text)
-        assert code.count(STUB) == regions, f"the page of {solution.name} is not its student version"
+        assert code.count(STUB) == regions, f"the page of {solution.name} does not show one stub per task"
 
 
 def test_nothing_is_loaded_from_the_network(built, pages):

@@ -6,18 +6,23 @@ A student notebook holds task functions whose body is a stub::
         raise NotImplementedError("Your turn: replace this line with your code.")
 
 A later cell that *uses* ``causal_mask`` would stop Run All with a traceback. The student
-generator (``course_utils.tooling.nbtools``) therefore starts every such cell with a comment
-that names what it needs::
+generator (``course_utils.tooling.student_versions``) therefore starts every such cell with a
+comment that names what it needs::
 
     # needs task 1 (causal_mask)
     plot_attention(causal_mask(6))
 
-Once ``enable()`` has run in the kernel (``import course_utils`` does it), a cell that starts
-with such a line is checked before it runs: while a function it names is still a stub (or
-not defined), the cell prints one line instead of running ("Task 1 is not done yet: write
-`causal_mask` above, then run this cell again."). When every named
-function is written, the cell runs exactly as written, errors and all. Outside IPython, or
-before ``enable()``, the comment is only a comment.
+A notebook switches the check on in its set-up cell (``import course_utils`` does not)::
+
+    from course_utils.helpers.tasks import enable
+    enable()
+
+From then on, a cell that starts with such a line is checked before it runs: while a function it
+names is still a stub, the cell prints one line instead of running ("Task 1 is not done yet: write
+`causal_mask` above, then run this cell again."); when a name is not defined at all (its cell was
+not run), the line says to run that cell. When every named function is written, the cell runs
+exactly as written, errors and all. Outside IPython, or before ``enable()``, the comment is only a
+comment.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from collections.abc import Callable
 STUB_MESSAGE = "Your turn: replace this line with your code."
 NEEDS = re.compile(r"^# needs (task \d+ \(\w+\))(, task \d+ \(\w+\))*$")
 NEED = re.compile(r"task (\d+) \((\w+)\)")
+WAITING = re.compile(r"(not done yet: write |not defined yet: run )")  # in the line a waiting cell prints
 
 
 def needs_line(needs: dict[str, int]) -> str:
@@ -56,13 +62,22 @@ def skip_unfinished(lines: list[str], namespace: dict) -> list[str]:
         return lines
     needs = {name: int(task) for task, name in NEED.findall(first)}
     missing = unfinished(list(needs), namespace)
-    if not missing:
-        return lines
-    tasks = sorted({needs[name] for name in missing})
-    which = f"Task {tasks[0]} is" if len(tasks) == 1 else "Tasks " + ", ".join(map(str, tasks)) + " are"
-    listed = ", ".join(f"`{name}`" for name in missing)
-    message = f"{which} not done yet: write {listed} above, then run this cell again."
-    return [f"print({message!r})\n"]
+    return [f"print({waiting_message(missing, needs, namespace)!r})\n"] if missing else lines
+
+
+def waiting_message(missing: list[str], needs: dict[str, int], namespace: dict) -> str:
+    """The one line a cell prints instead of running while the names ``missing`` (of the tasks
+    ``needs[name]``) are stubs or not defined."""
+    undefined = [name for name in missing if name not in namespace]
+    names = undefined or missing
+    tasks = sorted({needs[name] for name in names})
+    listed = ", ".join(f"`{name}`" for name in names)
+    numbers = ", ".join(map(str, tasks))
+    if undefined:
+        verb, cells = ("is", "the cell") if len(names) == 1 else ("are", "the cells")
+        return f"{listed} {verb} not defined yet: run {cells} of task {numbers} above, then this one again."
+    which = f"Task {numbers} is" if len(tasks) == 1 else f"Tasks {numbers} are"
+    return f"{which} not done yet: write {listed} above, then run this cell again."
 
 
 def enable(shell=None) -> bool:

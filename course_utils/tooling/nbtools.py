@@ -15,6 +15,7 @@ after a run that must raise no error.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import time
 from pathlib import Path
@@ -99,10 +100,14 @@ def is_student_version(nb: nbformat.NotebookNode) -> bool:
 
 
 def make_student_notebook(solution: nbformat.NotebookNode, student_path: Path | None = None) -> nbformat.NotebookNode:
-    """The student version of a solution notebook (see ``student_versions``) and, given its path,
-    the header whose badges open the student version itself."""
-    nb = student_versions.make_student_notebook(solution)
-    return add_header(nb, student_path) if student_path is not None else nb
+    """The student version of a solution notebook (``student_versions.student_version``) and, given
+    its path, the header whose badges open the student version itself. The student version has the
+    solution's cells in the same order (a solution without the header gets it first, as
+    ``execute`` would give it)."""
+    if student_path is None:
+        return student_versions.student_version(solution)
+    solution = add_header(copy.deepcopy(solution), SOLUTIONS / student_path.name)
+    return add_header(student_versions.student_version(solution), student_path)
 
 
 def _kernel_manager():

@@ -3,9 +3,9 @@
     python -m course_utils.tooling.release OUT_DIR
 
 OUT_DIR (new or empty) gets the committed files of the course except the instructors' ones:
-``notebooks/solutions/`` (the solutions), ``tests/`` (the checkers' test banks hold correct
-answers), ``course_utils/tooling/`` (maintainers' commands), ``.ci/``, ``conftest.py`` and
-``INSTRUCTORS.md``. The release keeps the student notebooks, the lessons, the package, the data,
+``notebooks/solutions/`` (every solution twin), ``tests/`` (the checkers' test banks hold correct
+answers), ``course_utils/tooling/`` (maintainers' commands), ``docs/`` (the website's sources,
+which need the tooling), ``.ci/``, ``conftest.py`` and ``INSTRUCTORS.md``. The release keeps the student notebooks, the lessons, the package, the data,
 the README, the licence and the citation. Then it checks itself (``leaks``) and fails if a line
 of a solution region is in it that the course does not publish anyway.
 
@@ -23,10 +23,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .student_versions import BEGIN, END
+
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "notebooks" / "solutions"
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-LEFT_OUT = ("notebooks/solutions/", "tests/", "course_utils/tooling/", ".ci/", ".github/")
+LEFT_OUT = ("notebooks/solutions/", "tests/", "course_utils/tooling/", "docs/", ".ci/", ".github/")
 LEFT_OUT_FILES = {"conftest.py", "INSTRUCTORS.md", ".gitignore"}
 SKIPPED_PARTS = {".git", ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
 
@@ -46,7 +47,7 @@ def released(path: str) -> bool:
     return not path.startswith(LEFT_OUT) and path not in LEFT_OUT_FILES and not SKIPPED_PARTS.intersection(path.split("/"))
 
 
-def solution_lines(root: Path = ROOT) -> dict[str, set[str]]:
+def region_lines(root: Path = ROOT) -> dict[str, set[str]]:
     """{solution notebook name: the stripped code lines inside its solution regions (no blanks, no comments)}."""
     found = {}
     for path in sorted((root / "notebooks" / "solutions").glob("*.ipynb")):
@@ -82,26 +83,33 @@ def published_text(root: Path = ROOT) -> str:
                      if released(f) and not (f.startswith("notebooks/") and Path(f).name in exercises))
 
 
-def leaks(release_dir: Path, root: Path = ROOT) -> list[str]:
-    """'file: line' for each solution line found in the release that the course does not publish anyway.
-
-    A line that any solution notebook shows outside its regions (so its student version shows it
-    too, e.g. lesson code that a later task repeats) is not a leak.
-    """
-    published = published_text(root)
-    outside = set()
+def _outside_regions(root: Path = ROOT) -> str:
+    """Every line of the solution notebooks outside their solution regions, as one text: their student
+    versions show these lines too (lesson code that a task repeats, a task's signature)."""
+    lines = []
     for path in sorted((root / "notebooks" / "solutions").glob("*.ipynb")):
-        inside = False
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            inside = False
             for line in "".join(cell["source"]).splitlines():
                 s = line.strip()
                 if s in (BEGIN, END):
                     inside = s == BEGIN
                 elif not inside:
-                    outside |= {s, s.split("  #")[0].strip()}  # also without a trailing comment
+                    lines.append(s)
+    return "\n".join(lines)
+
+
+def leaks(release_dir: Path, root: Path = ROOT) -> list[str]:
+    """'file: line' for each solution line found in the release that the course does not publish anyway.
+
+    A line that a solution notebook shows outside its regions (so its student version shows it too),
+    or that a published file holds, also as part of a longer line, is not a leak: ``mask = causal_mask(n)``
+    inside one task is no secret when a lesson has ``big_mask = causal_mask(n)``.
+    """
+    published = published_text(root) + "\n" + _outside_regions(root)
     found = []
-    for lines in solution_lines(root).values():
-        secret = {line for line in lines - outside if line not in published}
+    for lines in region_lines(root).values():
+        secret = {line for line in lines if line not in published}
         for path in sorted(p for p in release_dir.rglob("*") if p.is_file()):
             text = _text(path)
             for line in sorted(secret):

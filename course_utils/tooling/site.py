@@ -6,25 +6,36 @@ Build the site (from the repository root; ``docs/requirements.txt`` installed):
 
 Nothing here is written by hand twice. Before Sphinx reads anything, ``prepare(docs)`` writes
 
-- ``docs/notebooks/NN_name.ipynb``: a copy of every notebook in ``notebooks/`` (never
-  ``notebooks/solutions/``), made for reading: the Colab set-up cell is left out, the
-  Binder/Colab badges become plain links (``nbtools.launch_links``), error outputs (an
-  exercise stub's ``NotImplementedError``) are dropped, and so are the views of
-  interactive widgets, which need a kernel: the static drawing stored beside each
-  widget is what the page shows;
+- ``docs/notebooks/NN_name.ipynb``: a page for every notebook in ``notebooks/`` (never
+  ``notebooks/solutions/``), made for reading (``page_notebook``):
+
+  - a notebook with a solution twin is shown *solved, without its solutions*: every cell with the
+    outputs of the solution notebook's stored run (every figure, every printed result, the
+    checkers' ``[correct]`` lines), except that each task cell shows the student's stub with no
+    output; no cell has a ``# needs task`` line. A note under the title says so;
+  - the Colab set-up cell is left out, the Binder/Colab badges become plain links to the
+    *student* version (``nbtools.launch_links``), error outputs (tracebacks), the lines a
+    waiting cell or a checker prints about an unfinished task, and the views of interactive
+    widgets (they need a kernel: the static drawing stored beside each widget is what the page
+    shows) are dropped;
+  - images: a relative link to an image under ``notebooks/`` (the drawings in
+    ``notebooks/figures/``) stays relative and the file is copied beside the page; an image
+    attached to a markdown cell (``![alt](attachment:name.svg)``, which myst-nb does not
+    render) is written to ``docs/notebooks/attachments/`` and linked from there;
 - ``docs/index.md``: the landing page, the README's title, introduction and notebook
   table (launch links regenerated), with a table of contents in the README's order;
   notebooks the README does not list yet follow, by file name;
 - ``docs/instructors.md``: ``INSTRUCTORS.md``, when the repository has one.
 
-Links that point at files of the repository which are not pages of the site (a folder,
-a solution notebook) are turned into links to the repository on GitHub. The generated
-files are git-ignored; a file is only rewritten when its content changes, so that
-Sphinx rebuilds only what changed.
+Links that point at other files of the repository, which are not pages of the site (a folder,
+a solution notebook), are turned into links to the repository on GitHub. The generated files
+are git-ignored; a file is only rewritten when its content changes, so that Sphinx rebuilds
+only what changed.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import posixpath
 import re
@@ -33,7 +44,9 @@ from pathlib import Path
 
 import nbformat
 
-from .nbtools import BADGES_TAG, BRANCH, COLAB_TAG, NOTEBOOKS, REPOSITORY, ROOT, launch_links
+from ..helpers.tasks import NEEDS, STUB_MESSAGE, WAITING
+from .nbtools import BADGES_TAG, BRANCH, COLAB_TAG, NOTEBOOKS, REPOSITORY, ROOT, SOLUTIONS, launch_links
+from .student_versions import is_task_cell, student_source
 
 README = ROOT / "README.md"
 INSTRUCTORS = ROOT / "INSTRUCTORS.md"
@@ -47,6 +60,16 @@ WIDGET_REPR = re.compile(r"^[A-Z]\w*\((children|value|description|options|output
 TABLE_ROW = re.compile(r"^\|\s*(?P<number>[^|]+?)\s*\|\s*\[(?P<title>[^\]]+)\]\((?P<path>notebooks/[^)/]+\.ipynb)\)"
                        r"\s*\|\s*(?P<teaches>[^|]*?)\s*\|")  # fmt: skip
 LINK = re.compile(r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
+HTML_IMAGE = re.compile(r"""<img\b[^>]*?\bsrc\s*=\s*["'](?P<target>[^"']+)["']""", re.I)
+IMAGE_SUFFIXES = (".svg", ".png", ".jpg", ".jpeg", ".gif", ".webp")
+ATTACHMENTS = "attachments"  # docs/notebooks/attachments/: images attached to markdown cells, as files
+ATTACHMENT_SUFFIX = {"image/svg+xml": ".svg", "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
+SOLVED_NOTE = (
+    "```{note}\nEvery output on this page comes from a finished run; each task cell shows the code you "
+    "start from, not its solution.\n```"
+)
+# A line of a stored output about an unfinished task: a waiting cell's line, a checker's "[not yet]" hint.
+UNFINISHED_LINE = re.compile(rf"{WAITING.pattern}|NotImplementedError|{re.escape(STUB_MESSAGE)}")
 
 
 @dataclass(frozen=True)
@@ -106,12 +129,37 @@ def rewrite_links(markdown: str, source_dir: str, page_dir: str, pages: set[str]
         rel = posixpath.normpath(posixpath.join(source_dir, path))
         if rel in pages and not m.group("bang"):
             new = posixpath.relpath(rel, page_dir or ".") + (f"#{anchor}" if anchor else "")
+        elif m.group("bang") and is_site_image(rel):  # copied beside the page (``local_images``)
+            new = posixpath.relpath(rel, page_dir or ".")
         else:
             kind = "tree" if (ROOT / rel).is_dir() else ("raw" if m.group("bang") else "blob")
             new = f"{REPOSITORY_URL}/{kind}/{BRANCH}/{rel}" + (f"#{anchor}" if anchor else "")
         return f"{m.group('bang')}[{m.group('text')}]({new})"
 
     return LINK.sub(replace, markdown)
+
+
+def is_site_image(rel: str) -> bool:
+    """True for an image file of the repository that the site copies beside its pages: one under
+    ``notebooks/`` (the drawings in ``notebooks/figures/``), not under ``notebooks/solutions/``."""
+    return (
+        rel.startswith(f"{PAGES}/") and not rel.startswith(f"{PAGES}/solutions/")
+        and rel.lower().endswith(IMAGE_SUFFIXES) and (ROOT / rel).is_file()
+    )  # fmt: skip
+
+
+def local_images(markdown: str, source_dir: str) -> set[str]:
+    """The site images (``is_site_image``) that ``markdown``, a file in ``source_dir``, shows, by
+    their paths in the repository: Markdown images and HTML ``<img>`` tags."""
+    targets = [m.group("target") for m in LINK.finditer(markdown) if m.group("bang")]
+    targets += [m.group("target") for m in HTML_IMAGE.finditer(markdown)]
+    found = set()
+    for target in targets:
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) and not target.startswith(("#", "/")):
+            rel = posixpath.normpath(posixpath.join(source_dir, target.split("#")[0]))
+            if is_site_image(rel):
+                found.add(rel)
+    return found
 
 
 def launch_markdown(path: Path) -> str:
@@ -123,13 +171,22 @@ def launch_markdown(path: Path) -> str:
 
 
 def _reading_outputs(outputs: list) -> list:
-    """The outputs a reader sees: no errors (tracebacks), no widget views (they need a kernel)."""
+    """The outputs a reader sees: no errors (tracebacks), no lines about an unfinished task (a waiting
+    cell's line, a checker's hint to replace the ``raise NotImplementedError`` line), no widget views
+    (they need a kernel)."""
     kept = []
     for output in outputs:
         if output.output_type == "error":
             continue
-        if output.output_type == "stream" and output.name == "stderr" and "Traceback" in output.text:
-            continue
+        if output.output_type == "stream":
+            if output.name == "stderr" and "Traceback" in output.text:
+                continue
+            lines = output.text.splitlines(keepends=True)
+            if any(UNFINISHED_LINE.search(line) for line in lines):
+                output = copy.deepcopy(output)
+                output.text = "".join(line for line in lines if not UNFINISHED_LINE.search(line))
+                if not output.text.strip():
+                    continue
         data = output.get("data", {})
         if WIDGET_VIEW in data:
             output = copy.deepcopy(output)
@@ -141,23 +198,43 @@ def _reading_outputs(outputs: list) -> list:
     return kept
 
 
+def solved_cells(solution: nbformat.NotebookNode) -> list:
+    """The cells of a solution notebook as its page shows them: each task cell (a cell with a
+    solution region) holds the student's stub and no output; every other cell is as the solved run
+    stored it. The solution's cells carry no ``# needs`` line (only student versions do)."""
+    cells = []
+    for cell in copy.deepcopy(solution.cells):
+        if cell.cell_type == "code" and is_task_cell(cell.source):
+            cell.source = student_source(cell.source)
+            cell.outputs, cell.execution_count = [], None
+        cells.append(cell)
+    return cells
+
+
 def _published() -> set[str]:
     return {f"notebooks/{p.name}" for p in NOTEBOOKS.glob("*.ipynb")}
 
 
-def page_notebook(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
-    """The copy of the notebook at ``path`` that the site shows (see the module's docstring)."""
-    nb = copy.deepcopy(nb)
+def page_notebook(nb: nbformat.NotebookNode, path: Path, solution: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+    """The copy of the notebook at ``path`` that the site shows (see the module's docstring): for a
+    notebook with a solution twin, ``solution`` (its cells, solved outputs and stubbed task cells,
+    ``solved_cells``); its title and launch links are those of ``nb``, the student version at ``path``."""
+    page = copy.deepcopy(nb)
     launch = f"Run this notebook yourself: {launch_markdown(path)}, or on your own machine."
+    if solution is not None:
+        launch += "\n\n" + SOLVED_NOTE
     cells = []
-    for cell in nb.cells:
+    for cell in solved_cells(solution) if solution is not None else page.cells:
         tags = cell.metadata.get("tags", [])
         if COLAB_TAG in tags or BADGES_TAG in tags:
             continue
         if cell.cell_type == "code":
+            lines = cell.source.split("\n", 1)
+            if NEEDS.match(lines[0]):  # a lesson without a twin that guards a cell by hand
+                cell.source = lines[1] if len(lines) > 1 else ""
             cell.outputs = _reading_outputs(cell.outputs)
         else:  # a link to another notebook stays a page link; one to any other file goes to GitHub
-            cell.source = rewrite_links(cell.source, "notebooks", "notebooks", _published())
+            cell.source = rewrite_links(cell.source, PAGES, PAGES, _published())
         cells.append(cell)
     # The launch links go right under the title (the badges cell stands above it).
     title = next((c for c in cells if c.cell_type == "markdown" and re.search(r"^# ", c.source, re.M)), None)
@@ -165,9 +242,27 @@ def page_notebook(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNod
         title.source = re.sub(r"^(# .*)$", lambda m: f"{m.group(1)}\n\n{launch}\n", title.source, count=1, flags=re.M)
     else:
         cells.insert(0, nbformat.v4.new_markdown_cell(launch))
-    nb.cells = cells
-    nb.metadata.pop("widgets", None)
-    return nb
+    page.cells = cells
+    page.metadata.pop("widgets", None)
+    return page
+
+
+def extract_attachments(page: nbformat.NotebookNode, stem: str) -> dict[str, bytes]:
+    """Move the images attached to the page's markdown cells into files (myst-nb shows no
+    ``attachment:`` image): ``{file name in docs/notebooks/attachments/: bytes}``; the cells link to them."""
+    files = {}
+    for index, cell in enumerate(page.cells):
+        for name, bundle in (cell.pop("attachments", None) or {}).items() if cell.cell_type == "markdown" else ():
+            mime = next((m for m in ATTACHMENT_SUFFIX if m in bundle), None)
+            if mime is None:
+                continue
+            data = "".join(bundle[mime]) if isinstance(bundle[mime], list) else bundle[mime]
+            text_svg = mime == "image/svg+xml" and data.lstrip().startswith("<")
+            suffix = "" if name.lower().endswith(ATTACHMENT_SUFFIX[mime]) else ATTACHMENT_SUFFIX[mime]
+            file = re.sub(r"[^\w.-]", "_", f"{stem}-{index}-{name}{suffix}")
+            files[file] = data.encode("utf-8") if text_svg else base64.b64decode(data)
+            cell.source = cell.source.replace(f"attachment:{name}", f"{ATTACHMENTS}/{file}")
+    return files
 
 
 # --- Pages made of Markdown -------------------------------------------------------------------------------------
@@ -197,7 +292,8 @@ def landing_page(readme: str, rows: list[Row], instructors: bool) -> str:
         GENERATED_NOTE.format(source="README.md"),
         f"# {title}\n",
         rewrite_links(intro, "", "", pages) + "\n",
-        "This site shows every notebook with the outputs it stores, so that you can read before you run. "
+        "This site shows every notebook with its outputs, so that you can read before you run; a notebook "
+        "with tasks is shown after a finished run, each task cell with the code you start from. "
         f"To run one, use its launch links, or install the course on your machine as its "
         f"[README]({REPOSITORY_URL}#start) says.\n",
         "## The notebooks\n",
@@ -226,25 +322,55 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def _write_bytes(path: Path, data: bytes) -> None:
+    if not path.is_file() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
 def prepare(docs: Path) -> list[Row]:
     """Write the generated sources of the site into ``docs`` (see the module's docstring); the notebooks, in order."""
     readme = README.read_text(encoding="utf-8")
-    rows = site_rows(readme)
+    rows = site_rows(readme, NOTEBOOKS)
     pages_dir = docs / PAGES
-    wanted = set()
+    wanted: set[Path] = set()
+    images: set[str] = set()  # repository paths of the images the pages show
     for row in rows:
         source = ROOT / row.path
-        nb = page_notebook(nbformat.read(source, as_version=4), source)
-        _write(pages_dir / source.name, nbformat.writes(nb) + "\n")
-        wanted.add(source.name)
-    for stale in pages_dir.glob("*") if pages_dir.is_dir() else []:
-        if stale.name not in wanted:  # a notebook that was removed or renamed
-            stale.unlink()
+        twin = SOLUTIONS / source.name
+        solution = nbformat.read(twin, as_version=4) if twin.is_file() else None
+        page = page_notebook(nbformat.read(source, as_version=4), source, solution)
+        for name, data in extract_attachments(page, source.stem).items():
+            _write_bytes(pages_dir / ATTACHMENTS / name, data)
+            wanted.add(pages_dir / ATTACHMENTS / name)
+        for cell in page.cells:
+            if cell.cell_type == "markdown":
+                images |= local_images(cell.source, PAGES)
+        _write(pages_dir / source.name, nbformat.writes(page) + "\n")
+        wanted.add(pages_dir / source.name)
     has_instructors = INSTRUCTORS.is_file()
+    pages = {row.path for row in rows}
     if has_instructors:
-        pages = {row.path for row in rows}
-        _write(docs / "instructors.md", instructors_page(INSTRUCTORS.read_text(encoding="utf-8"), pages))
+        guide = INSTRUCTORS.read_text(encoding="utf-8")
+        images |= local_images(guide, "")
+        _write(docs / "instructors.md", instructors_page(guide, pages))
     elif (docs / "instructors.md").exists():
         (docs / "instructors.md").unlink()
+    images |= local_images(readme, "")
+    for rel in images:  # notebooks/figures/x.svg -> docs/notebooks/figures/x.svg
+        _write_bytes(docs / rel, (ROOT / rel).read_bytes())
+        wanted.add(docs / rel)
+    _remove_stale(pages_dir, wanted)
     _write(docs / "index.md", landing_page(readme, rows, has_instructors))
     return rows
+
+
+def _remove_stale(folder: Path, wanted: set[Path]) -> None:
+    """Remove the files under ``folder`` that are not ``wanted`` (a notebook or an image that is gone), and empty folders."""
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_file() and path not in wanted:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
