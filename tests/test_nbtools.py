@@ -104,6 +104,7 @@ def test_execute_passes_the_environment_and_shuts_its_kernel_down(tmp_path, monk
     assert int(pid) not in live_child_pids()
 
 
+@pytest.mark.slow  # a child process and a kernel that trains: end to end, as the grader's class-folder test
 def test_benchmark_runs_a_notebook_and_reports_its_trainings(tmp_path):
     from course_utils.tooling import benchmark, guide
 
@@ -120,6 +121,17 @@ def test_benchmark_runs_a_notebook_and_reports_its_trainings(tmp_path):
     assert guide.parse_benchmark(table) == {"07": f"{result['wall']:.0f} s, {result['peak_mib']:.0f} MiB"}
     rows = benchmark.training_table([result]).splitlines()
     assert len(rows) == 3 and "| tiny | Linear | 1 | 3 |" in rows[2] and "| budget |" in rows[2]
+
+
+def test_run_measured_reads_the_cpu_and_peak_memory_of_a_child_and_its_last_line():
+    import sys
+
+    from course_utils.tooling import benchmark
+
+    code = "import time\nx = bytearray(80 * 2**20)\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass\nprint('done')"
+    r = benchmark.run_measured([sys.executable, "-c", code], dict(__import__("os").environ))
+    assert r["ok"] and r["last_line"] == "done" and r["cpu"] >= 0.2 and r["peak_mib"] >= 80
+    assert not benchmark.run_measured([sys.executable, "-c", "raise SystemExit(3)"], {})["ok"]
 
 
 def test_benchmark_tables_show_an_error_and_an_early_stop():

@@ -30,6 +30,7 @@ ONE_CORE = ["taskset", "-c", "0"] if shutil.which("taskset") else []
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 RUN_ONE = """
 import sys
+sys.modules["rfc3987_syntax"] = None  # jsonschema's optional IRI check: 0.8 s of CPU at import, never used by nbformat
 import nbformat
 from nbclient.exceptions import CellExecutionError
 from course_utils.tooling.nbtools import execute
