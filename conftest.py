@@ -28,10 +28,12 @@ os.environ.setdefault("COURSE_DEVICE", "cpu")  # inherited by the notebook kerne
 
 def pytest_configure(config):
     # Unit tests that train run on one CPU thread, as the notebooks do (seed_everything):
-    # on a busy 2-core machine two threads can be many times slower than one.
-    import torch
+    # on a busy 2-core machine two threads can be many times slower than one. xdist's controller
+    # runs no test: it skips importing PyTorch (a second of CPU).
+    if not getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
+        import torch
 
-    torch.set_num_threads(1)
+        torch.set_num_threads(1)
     # Naming files runs all of them: `pytest notebooks/05_causal_mask.ipynb` or `pytest tests/test_browser.py`
     # runs the slow tier's items in them too (the tier only thins whole folders).
     named = [arg.split("::")[0] for arg in config.args]
