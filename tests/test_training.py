@@ -194,3 +194,6 @@ def test_bad_callbacks_and_checks_are_refused():
         early_stop(lambda m: 1.0, target="0.9")
     with pytest.raises(ValueError, match="decay_steps must be a positive integer"):
         Trainer(model, batch_loss, lambda g: [g], lr=0.1, final_lr=0.01)
+    trainer.run()
+    with pytest.raises(RuntimeError, match="has run already"):
+        trainer.run()

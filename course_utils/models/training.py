@@ -137,7 +137,9 @@ class Trainer:
         self._stopping = reason
 
     def run(self) -> TrainHistory:
-        """Train; return the history (also ``trainer.history``), and append the record if one is kept."""
+        """Train; return the history (also ``trainer.history``), and append the record if one is kept. Runs once."""
+        if self.step:
+            raise RuntimeError("this Trainer has run already: make a new one to train again")
         wall, cpu = time.perf_counter(), time.process_time()
         generator = torch.Generator().manual_seed(self.seed)  # seeded once, drawn on from epoch to epoch
         self.model.train()
