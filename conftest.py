@@ -6,11 +6,7 @@
   an instructor's GPU machine reproduces the stored outputs too. `COURSE_DEVICE=cuda pytest`
   runs every notebook's training on the GPU instead (outputs that depend on the device are
   not compared; the assertions in the cells still hold).
-- Trainings are remembered between runs (course_utils/models/training_cache.py): the kernels get
-  COURSE_TRAINING_CACHE, a folder under ~/.cache (or $XDG_CACHE_HOME), so a model trained with
-  the same code, inputs and machine arithmetic as before is loaded, not trained again. The first
-  run trains everything; `COURSE_TRAINING_CACHE=off pytest` always does (CI's second pass).
-  Unit tests never use it.
+- Nothing is remembered between runs: every notebook trains its models afresh, every time.
 - Outputs are sanitized with tests/nbval_sanitize.cfg (addresses, timings, rates).
 - Two tiers. The README's `pytest` runs the unit tests and every lesson and solution notebook.
   The `slow` tier (`pytest -m slow`; CI runs it) holds what takes minutes and repeats code
@@ -28,19 +24,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 os.environ.setdefault("COURSE_DEVICE", "cpu")  # inherited by the notebook kernels nbval starts
-_CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-os.environ.setdefault("COURSE_TRAINING_CACHE", str(_CACHE_HOME / "attention-course" / "trained-models"))
 
 
 def pytest_configure(config):
     # Unit tests that train run on one CPU thread, as the notebooks do (seed_everything):
-    # on a busy 2-core machine two threads can be many times slower than one.
-    import torch
+    # on a busy 2-core machine two threads can be many times slower than one. xdist's controller
+    # runs no test: it skips importing PyTorch (a second of CPU).
+    if not getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
+        import torch
 
-    torch.set_num_threads(1)
-    from course_utils.models import training_cache
-
-    training_cache.enabled_in_this_process = False  # the kernels nbval starts have it on
+        torch.set_num_threads(1)
     # Naming files runs all of them: `pytest notebooks/05_causal_mask.ipynb` or `pytest tests/test_browser.py`
     # runs the slow tier's items in them too (the tier only thins whole folders).
     named = [arg.split("::")[0] for arg in config.args]

@@ -9,37 +9,50 @@ one way (core <- models <- helpers; tooling apart):
 - ``helpers``: plotting, explorers, quizzes, timing and the exercise checkers;
 - ``tooling``: maintainers' commands (``python -m course_utils.tooling.nbtools``).
 
-The names below are the ones every notebook uses, importable from ``course_utils`` itself.
+The names below are the ones every notebook uses, importable from ``course_utils`` itself
+(``from course_utils import seed_everything``). Each is loaded from its module the first time it
+is asked for, so ``import course_utils.core`` loads PyTorch and nothing of plotting.
 """
 
-from .core.attention import scaled_dot_product_attention
-from .core.masks import causal_mask, padding_mask
-from .core.metrics import attention_entropy, mean_attention_distance
-from .core.multihead import MultiHeadAttention, to_torch_multihead
-from .core.scores import AdditiveScore, MultiplicativeScore, dot_scores, scaled_dot_scores
-from .helpers.plotting import plot_attention, plot_attention_grid
-from .models.data_files import data_path, load_token_features
-from .models.repro import get_device, seed_everything
-from .helpers import tasks as _tasks
+from __future__ import annotations
 
-_tasks.enable()  # in a notebook: cells of unfinished tasks print one line instead of a traceback
+import importlib
 
-__all__ = [
-    "AdditiveScore",
-    "MultiHeadAttention",
-    "MultiplicativeScore",
-    "attention_entropy",
-    "causal_mask",
-    "data_path",
-    "dot_scores",
-    "get_device",
-    "load_token_features",
-    "mean_attention_distance",
-    "padding_mask",
-    "plot_attention",
-    "plot_attention_grid",
-    "scaled_dot_product_attention",
-    "scaled_dot_scores",
-    "seed_everything",
-    "to_torch_multihead",
-]
+_HOMES = {  # name -> the module it lives in
+    "scaled_dot_product_attention": "core.attention",
+    "causal_mask": "core.masks",
+    "padding_mask": "core.masks",
+    "attention_entropy": "core.metrics",
+    "mean_attention_distance": "core.metrics",
+    "MultiHeadAttention": "core.multihead",
+    "to_torch_multihead": "core.multihead",
+    "AdditiveScore": "core.scores",
+    "MultiplicativeScore": "core.scores",
+    "dot_scores": "core.scores",
+    "scaled_dot_scores": "core.scores",
+    "data_path": "models.data_files",
+    "load_token_features": "models.data_files",
+    "get_device": "models.repro",
+    "seed_everything": "models.repro",
+    "plot_attention": "helpers.plotting",
+    "plot_attention_grid": "helpers.plotting",
+}
+_LAYERS = ("core", "models", "helpers", "tooling")
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    """Load ``course_utils.<name>`` on first use (PEP 562): a name of ``__all__`` or one of the four folders."""
+    if name in _HOMES:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    elif name in _LAYERS:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # found once, then an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | set(_LAYERS))

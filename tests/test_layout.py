@@ -62,3 +62,82 @@ def test_the_core_stays_small():
 def test_every_module_sits_in_a_layer():
     loose = [p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py"]
     assert not loose, f"modules outside core/, models/, helpers/, tooling/: {loose}"
+
+
+# --- import cost and import cycles ---------------------------------------------------------
+
+_MODULE_NAMES = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p for p in MODULES}
+
+
+def _module_level_imports(name: str, path: Path) -> set[str]:
+    """The course_utils modules that importing ``name`` imports at once (statements at module level)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for n in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
+            if isinstance(n, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - n.level + 1] if n.level else []
+                target = ".".join(base + ([n.module] if n.module else [])) if n.level else n.module
+                for alias in n.names:
+                    found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in _MODULE_NAMES else target)
+            elif isinstance(n, ast.Import):
+                found |= {alias.name for alias in n.names}
+    return {m for m in found if m in _MODULE_NAMES and m != name}
+
+
+def test_no_import_cycles():
+    graph = {name: _module_level_imports(name, path) for name, path in _MODULE_NAMES.items()}
+    cycles = []
+    for start in graph:  # a path from a module back to itself (few modules: a plain search is enough)
+        stack = [(start, [start])]
+        while stack:
+            node, trail = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    cycles.append(" -> ".join(trail + [start]))
+                elif nxt not in trail and nxt > start:  # each cycle once, from its smallest module
+                    stack.append((nxt, trail + [nxt]))
+    assert not cycles, f"import cycles (a re-export no one needs?): {cycles}"
+
+
+def test_the_facade_names_resolve_to_their_home_modules():
+    import importlib
+
+    import course_utils
+
+    for name in course_utils.__all__:
+        home = importlib.import_module(f"course_utils.{course_utils._HOMES[name]}")
+        assert getattr(course_utils, name) is getattr(home, name), name
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        course_utils.no_such_name  # noqa: B018
+
+
+def test_importing_the_core_and_the_models_loads_pytorch_only():
+    """`import course_utils.core` (and every module of core/ and models/, and a training) loads no plotting,
+    no IPython, no Jupyter and no torch._dynamo; `import course_utils` registers nothing in a shell."""
+    import subprocess
+    import sys
+
+    code = """
+import importlib, json, pkgutil, sys
+import torch
+before = set(sys.modules)
+import course_utils.core
+for layer in ("core", "models"):
+    for m in pkgutil.iter_modules(importlib.import_module("course_utils." + layer).__path__):
+        importlib.import_module(f"course_utils.{layer}.{m.name}")
+from course_utils import seed_everything, scaled_dot_product_attention
+from course_utils.models.training import train_steps
+net = torch.nn.Linear(2, 1)
+train_steps(net, lambda g: net(torch.randn(4, 2, generator=g)).pow(2).mean(), steps=2, lr=0.1, clip=1.0)
+loaded = sorted({m.split(".")[0] for m in set(sys.modules) - before} | ({"torch._dynamo"} & set(sys.modules)))
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+import course_utils
+registered = [t for t in shell.input_transformers_post if getattr(t, "_course_task_skipper", False)]
+print(json.dumps({"loaded": loaded, "registered": len(registered)}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    result = __import__("json").loads(out.splitlines()[-1])
+    assert result["loaded"] == ["course_utils"], f"core/ and models/ loaded more than PyTorch: {result['loaded']}"
+    assert result["registered"] == 0, "import course_utils must not register the 'needs task' transformer"

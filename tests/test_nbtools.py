@@ -89,17 +89,59 @@ def test_every_notebook_starts_with_its_badges_and_the_colab_cell():
         assert first_code.outputs == [], f"{path.name}: the Colab cell printed something"
 
 
-def test_execute_trains_for_real_and_shuts_its_kernel_down(tmp_path, monkeypatch, live_child_pids):
-    # Stored outputs come from real training even where the caller's environment turns the
-    # training cache on (a cell that times a training would otherwise store the time to load it).
+def test_execute_passes_the_environment_and_shuts_its_kernel_down(tmp_path, monkeypatch, live_child_pids):
+    # The kernel sees the caller's environment (the benchmark's COURSE_TRAINING_LOG reaches the trainings).
     # And a NotebookClient given a kernel manager does not own it, so it would leave the kernel
     # running: `nbtools execute` of every notebook then kept 30 kernels alive until it exited.
     from course_utils.tooling.nbtools import execute
 
-    monkeypatch.setenv("COURSE_TRAINING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("COURSE_TRAINING_LOG", str(tmp_path / "log.jsonl"))
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import os\nprint(os.getpid(), os.environ.get('COURSE_TRAINING_CACHE'))")])
+        "import os\nprint(os.getpid(), os.environ.get('COURSE_TRAINING_LOG'))")])
     execute(nb, tmp_path)
-    pid, cache = nb.cells[0].outputs[0].text.split()
-    assert cache == "off"
+    pid, log = nb.cells[0].outputs[0].text.split()
+    assert log == str(tmp_path / "log.jsonl")
     assert int(pid) not in live_child_pids()
+
+
+@pytest.mark.slow  # a child process and a kernel that trains: end to end, as the grader's class-folder test
+def test_benchmark_runs_a_notebook_and_reports_its_trainings(tmp_path):
+    from course_utils.tooling import benchmark, guide
+
+    path = tmp_path / "07_tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import torch\nfrom course_utils.models.training import train_steps\n"
+        "net = torch.nn.Linear(2, 1)\n"
+        "train_steps(net, lambda g: net(torch.randn(4, 2, generator=g)).pow(2).mean(), steps=3, lr=0.1, name='tiny')")]), path)
+    result = benchmark.run_notebook(path, tmp_path / "log.jsonl")
+    assert result["ok"] and result["cpu"] > 0 and result["peak_mib"] > 10
+    [training] = result["trainings"]
+    assert (training["name"], training["steps"], training["notebook"], training["stop"]) == ("tiny", 3, str(path), "budget")
+    table = benchmark.notebook_table([result])
+    assert guide.parse_benchmark(table) == {"07": f"{result['wall']:.0f} s, {result['peak_mib']:.0f} MiB"}
+    rows = benchmark.training_table([result]).splitlines()
+    assert len(rows) == 3 and "| tiny | Linear | 1 | 3 |" in rows[2] and "| budget |" in rows[2]
+
+
+def test_run_measured_reads_the_cpu_and_peak_memory_of_a_child_and_its_last_line():
+    import sys
+
+    from course_utils.tooling import benchmark
+
+    code = "import time\nx = bytearray(80 * 2**20)\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass\nprint('done')"
+    r = benchmark.run_measured([sys.executable, "-c", code], dict(__import__("os").environ))
+    assert r["ok"] and r["last_line"] == "done" and r["cpu"] >= 0.2 and r["peak_mib"] >= 80
+    assert not benchmark.run_measured([sys.executable, "-c", "raise SystemExit(3)"], {})["ok"]
+
+
+def test_benchmark_tables_show_an_error_and_an_early_stop():
+    from course_utils.tooling import benchmark
+
+    stopped = {"name": "train_lm", "model": "CausalLM", "cell": 12, "epochs": 1, "steps": 40, "cpu_s": 1.5, "wall_s": 1.6,
+               "loss": 0.3, "stop": "target", "metric": 0.991, "target": 0.99}
+    results = [{"notebook": "notebooks/solutions/11_x.ipynb", "wall": 3.0, "cpu": 2.5, "peak_mib": 400.0, "ok": False,
+                "last_line": "ValueError: bad | input", "trainings": [stopped]}]
+    assert benchmark.notebook_table(results).splitlines()[2] == (
+        "| notebooks/solutions/11_x.ipynb | 3.0 | 400 | 2.5 | 1 | 1.5 | error: ValueError: bad / input |")
+    assert benchmark.training_table(results).splitlines()[2] == (
+        "| 11_x (solution) | 12 | train_lm | CausalLM | 1 | 40 | 1.50 | 1.60 | 0.3000 | target | 0.991 / 0.99 |")

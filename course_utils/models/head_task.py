@@ -19,7 +19,7 @@ and ``ablate_heads`` switches heads off to test what they are used for.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral
@@ -32,7 +32,6 @@ from torch import Tensor, nn
 from ..core.multihead import MultiHeadAttention
 from ..core.validation import require_index_range, require_nonnegative_int, require_positive_int, require_tensor
 from .training import train_steps
-from .training_cache import remembered
 
 
 class ToyBatch(NamedTuple):
@@ -180,7 +179,6 @@ def evaluate(model: HeadsModel, batch: ToyBatch) -> dict[str, float]:
     return result
 
 
-@remembered()
 def train_heads_model(
     model: HeadsModel,
     steps: int = 300,
@@ -188,10 +186,17 @@ def train_heads_model(
     lr: float = 3e-3,
     seed: int = 0,
     log_every: int = 0,
+    *,
+    stop_when: Callable[[HeadsModel], bool | float] | None = None,
+    target: float | None = None,
+    check_every: int = 1,
+    name: str = "train_heads_model",
 ) -> list[float]:
-    """Train with Adam on fresh random batches (data drawn from ``torch.Generator().manual_seed(seed)``).
+    """Train with Adam on fresh random batches (data drawn from ``torch.Generator().manual_seed(seed)``); notebook 07.
 
-    Returns the loss of every step. ``log_every > 0`` prints the loss every that many steps.
+    Returns the loss of every step taken. ``log_every > 0`` prints the loss every that many steps.
+    Early stop: ``stop_when(model)`` checked every ``check_every`` steps, true (or ``>= target``) ends
+    the training (``training.early_stop``); ``name`` names it in the training record.
     """
     require_positive_int(steps=steps, batch_size=batch_size)
     device = next(model.parameters()).device
@@ -201,7 +206,8 @@ def train_heads_model(
         logits, _ = model(batch.tokens)
         return task_loss(logits, batch)
 
-    return train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, log_every=log_every)
+    return train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, log_every=log_every, stop_when=stop_when,
+                       target=target, check_every=check_every, name=name)
 
 
 @contextmanager

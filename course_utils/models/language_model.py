@@ -44,7 +44,6 @@ from ..core.validation import (
 )
 from .data_files import data_path
 from .training import train_steps
-from .training_cache import remembered
 
 # --- Data -------------------------------------------------------------------
 
@@ -241,7 +240,6 @@ def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
 # --- Training and generation --------------------------------------------------
 
 
-@remembered()
 def train_lm(
     model: CausalLM,
     next_batch: Callable[[torch.Generator], tuple[Tensor, Tensor]],
@@ -249,13 +247,20 @@ def train_lm(
     lr: float = 3e-3,
     seed: int = 0,
     log_every: int = 0,
+    *,
+    stop_when: Callable[[CausalLM], bool | float] | None = None,
+    target: float | None = None,
+    check_every: int = 1,
+    name: str = "train_lm",
 ) -> list[float]:
     """Train with Adam (gradient norm clipped at 1) on ``steps`` batches from ``next_batch(generator)``.
 
     ``next_batch`` returns ``inputs (B, T)`` and ``targets (B, T)``; it gets a
     ``torch.Generator`` seeded with ``seed``, so the data are the same on every run.
     Every position of every sequence is a training example (teacher forcing).
-    Returns the loss of every step; ``log_every > 0`` prints it every that many steps.
+    Returns the loss of every step taken; ``log_every > 0`` prints it every that many steps.
+    Early stop: ``stop_when(model)`` checked every ``check_every`` steps, true (or ``>= target``) ends
+    the training (``training.early_stop``); ``name`` names it in the training record. Notebook 11.
     """
     require_positive(steps=steps)
     require_positive_float(lr=lr)
@@ -266,7 +271,8 @@ def train_lm(
         logits, _ = model(inputs)
         return lm_loss(logits, targets)
 
-    return train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, clip=1.0, log_every=log_every)
+    return train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, clip=1.0, log_every=log_every,
+                       stop_when=stop_when, target=target, check_every=check_every, name=name)
 
 
 @torch.no_grad()

@@ -19,7 +19,6 @@ from torch import Tensor, nn
 
 from ..core.validation import require_index_range, require_positive_int, require_tensor
 from .training import train_steps
-from .training_cache import remembered
 
 
 def recall_batch(
@@ -93,7 +92,6 @@ class RecallAttention(nn.Module):
         return self.readout(context), weights
 
 
-@remembered()
 def train_recall(
     model: RecallAttention,
     *,
@@ -104,6 +102,8 @@ def train_recall(
     eval_every: int = 10,
     eval_size: int = 1000,
     seed: int = 0,
+    target: float | None = None,
+    name: str = "train_recall",
 ) -> dict[str, list[float]]:
     """Train ``model`` with Adam on fresh random batches of the recall task.
 
@@ -113,7 +113,9 @@ def train_recall(
 
     Returns lists: ``loss`` (one per step), and every ``eval_every`` steps
     ``eval_step``, held-out ``accuracy`` and ``correct_weight`` (mean attention
-    weight on the matching key).
+    weight on the matching key). Early stop: with ``target``, the training ends at the first
+    measurement whose held-out accuracy is ``>= target``. ``name`` names it in the training record.
+    Notebook 10.
     """
     require_positive_int(steps=steps, eval_every=eval_every, num_pairs=num_pairs, batch_size=batch_size, eval_size=eval_size)
     device = next(model.parameters()).device
@@ -136,5 +138,9 @@ def train_recall(
                 history["accuracy"].append((logits.argmax(-1) == target).float().mean().item())
                 history["correct_weight"].append(weights[keys == query.unsqueeze(1)].mean().item())
 
-    history["loss"] = train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, on_step=evaluate_every)
+    def reached(_model) -> float:  # the accuracy just measured (evaluate_every ran first, at the same step)
+        return history["accuracy"][-1]
+
+    history["loss"] = train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, on_step=evaluate_every, name=name,
+                                  stop_when=None if target is None else reached, target=target, check_every=eval_every)
     return history

@@ -1,4 +1,7 @@
-"""Reproducibility: seeding, thread count and device choice."""
+"""Reproducibility: seeding, thread count and device choice.
+
+The one home of ``seed_everything`` and ``get_device``; every notebook's set-up cell imports them
+from ``course_utils`` itself (``from course_utils import get_device, seed_everything``)."""
 
 from __future__ import annotations
 

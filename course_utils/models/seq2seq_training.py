@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -18,16 +16,7 @@ from ..core.validation import (
     require_tensor,
 )
 from .seq2seq_data import PAD_ID, ReversalData, iterate_batches
-from .training_cache import remembered
-
-
-@dataclass
-class TrainHistory:
-    """Losses recorded by ``train_seq2seq``: one per optimiser step and the mean of each epoch."""
-
-    step_losses: list[float] = field(default_factory=list)
-    epoch_losses: list[float] = field(default_factory=list)
-    seconds: float = 0.0
+from .training import TrainHistory, Trainer, early_stop
 
 
 def sequence_loss(logits: Tensor, tgt: Tensor, pad_id: int = PAD_ID) -> Tensor:
@@ -39,7 +28,6 @@ def sequence_loss(logits: Tensor, tgt: Tensor, pad_id: int = PAD_ID) -> Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=pad_id)
 
 
-@remembered(callback="on_epoch_end")
 def train_seq2seq(
     model: nn.Module,
     data: ReversalData,
@@ -53,8 +41,13 @@ def train_seq2seq(
     device: torch.device | str = "cpu",
     seed: int = 0,
     on_epoch_end: Callable[[int, nn.Module], None] | None = None,
+    stop_when: Callable[[nn.Module], bool | float] | None = None,
+    target: float | None = None,
+    check_every: int = 1,
+    name: str = "train_seq2seq",
 ) -> TrainHistory:
-    """Train with teacher forcing, Adam and cross-entropy that ignores ``PAD_ID``.
+    """Train with teacher forcing, Adam and cross-entropy that ignores ``PAD_ID`` (the course's one loop,
+    ``training.Trainer``); built in notebook 04.
 
     The batch order comes from a generator seeded with ``seed``. ``clip`` caps the
     gradient norm (None: no clipping). With ``final_lr``, the learning rate falls
@@ -68,63 +61,41 @@ def train_seq2seq(
     the training (losses and parameters) is the same with or without a callback. Its
     time is not counted in ``seconds``.
 
-    The model is moved to ``device`` and left in training mode. Returns the loss
-    history and the wall time of the training in seconds.
+    Early stop: ``stop_when(model)`` is checked every ``check_every`` epochs, after ``on_epoch_end``;
+    training ends once it is true, or, given ``target``, once the number it returns is ``>= target``
+    (see ``training.early_stop``). ``name`` names the training in its record (``COURSE_TRAINING_LOG``).
+
+    The model is moved to ``device`` and left in training mode. Returns the loss history, the wall
+    and CPU seconds of the training and why it stopped.
     """
     _check_data(data)
-    require_positive_int(epochs=epochs, batch_size=batch_size)
+    require_positive_int(epochs=epochs, batch_size=batch_size, check_every=check_every)
     require_nonnegative_int(seed=seed)
     require_positive_float(lr=lr)
-    if clip is not None:
-        require_positive_float(clip=clip)
-    if final_lr is not None:
-        require_positive_float(allow_zero=True, final_lr=final_lr)
     device = torch.device(device)
-    model.to(device).train()
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-    total_steps = epochs * -(-len(data) // batch_size)  # ceil: the last batch of an epoch may be smaller
-    end = 1.0 if final_lr is None else final_lr / lr
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: 1.0 + (end - 1.0) * step / total_steps)
-    generator = torch.Generator().manual_seed(seed)
-    history = TrainHistory()
-    start = time.perf_counter()
-    for epoch in range(1, epochs + 1):
-        total, count = 0.0, 0
-        for batch in iterate_batches(data, batch_size, shuffle=True, by_length=by_length, generator=generator):
-            batch = batch.to(device)
-            logits, _ = model(batch.src, batch.lengths, batch.tgt)
-            loss = sequence_loss(logits, batch.tgt)
-            optimiser.zero_grad()
-            loss.backward()
-            if clip is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimiser.step()
-            schedule.step()
-            history.step_losses.append(loss.item())
-            total, count = total + loss.item() * len(batch), count + len(batch)
-        history.epoch_losses.append(total / count)
-        if on_epoch_end is not None:
-            paused = time.perf_counter()
-            # The course's models draw no random numbers in training, but a model with dropout
-            # would draw from the global RNG: random numbers the callback uses must not shift it.
-            with _forked_rng(device):
-                on_epoch_end(epoch, model)
-            model.train()
-            start += time.perf_counter() - paused  # the callback's time is not training time
-    history.seconds = time.perf_counter() - start
-    return history
+    model.to(device)
+
+    def batch_loss(batch: ReversalData) -> Tensor:
+        batch = batch.to(device)
+        logits, _ = model(batch.src, batch.lengths, batch.tgt)
+        return sequence_loss(logits, batch.tgt)
+
+    def batches(generator: torch.Generator):
+        return iterate_batches(data, batch_size, shuffle=True, by_length=by_length, generator=generator)
+
+    steps = epochs * -(-len(data) // batch_size)  # ceil: the last batch of an epoch may be smaller
+    trainer = Trainer(model, batch_loss, batches, lr=lr, epochs=epochs, seed=seed, clip=clip, final_lr=final_lr,
+                      decay_steps=steps, size=len, name=name)
+    if on_epoch_end is not None:
+        trainer.add_callback("on_epoch_end", lambda t: on_epoch_end(t.epoch, t.model))
+    if stop_when is not None:
+        trainer.add_callback("on_epoch_end", early_stop(stop_when, every=check_every, target=target, event="on_epoch_end"))
+    return trainer.run()
 
 
 def _check_data(data: ReversalData) -> None:
     if not isinstance(data, ReversalData):
         raise TypeError(f"data must be a ReversalData (make_reversal_data), got {type(data).__name__}")
-
-
-def _forked_rng(device: torch.device):
-    """Context manager: restore, on exit, the global RNG states of the CPU and of ``device``."""
-    if device.type == "cpu":
-        return torch.random.fork_rng(devices=[])
-    return torch.random.fork_rng(devices=[device], device_type=device.type)
 
 
 # --- Decoding and metrics -------------------------------------------------------

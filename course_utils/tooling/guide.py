@@ -4,8 +4,9 @@
     python -m course_utils.tooling.guide --run notebooks/01_*.ipynb   # benchmark these notebooks first
     python -m course_utils.tooling.guide --benchmark bench.md         # or read a saved benchmark table
 
-Run times come from ``nbtools benchmark`` (its Markdown table: wall seconds and peak kernel memory
-per notebook; for an exercise, its solution notebook is what a finished student notebook costs).
+Run times come from ``nbtools benchmark`` (``tooling/benchmark.py``; the first three columns of its
+first table: wall seconds on one core and peak memory per notebook; for an exercise, its solution
+notebook is what a finished student notebook costs).
 A notebook not measured yet keeps its previous figure, or shows TO BE MEASURED. Reading time is
 estimated from word counts: prose at 200 words a minute plus code at 10 lines a minute.
 """
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.benchmark:
         runtimes.update(parse_benchmark(args.benchmark.read_text(encoding="utf-8")))
     if args.run:
-        from .nbtools import benchmark
+        from .benchmark import benchmark
 
         table = benchmark([p.resolve() for p in args.run])
         print(table)

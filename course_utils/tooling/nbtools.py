@@ -5,7 +5,8 @@ Run from the repository root:
     python -m course_utils.tooling.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
     python -m course_utils.tooling.nbtools execute --jobs 2         # the same, two notebooks at a time
     python -m course_utils.tooling.nbtools students [SOLUTION ...]  # only regenerate + run student versions
-    python -m course_utils.tooling.nbtools benchmark [NOTEBOOK ...] # wall time and peak memory table
+    python -m course_utils.tooling.nbtools benchmark [NOTEBOOK ...] # time, memory, trainings (tooling/benchmark.py)
+    python -m course_utils.tooling.nbtools benchmark --pytest       # and the README's pytest in a fresh clone
 
 Exercise notebooks have one source of truth, ``notebooks/solutions/NN_name.ipynb``; their
 student versions in ``notebooks/`` are generated from it (``student_versions``) and stored
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import time
 from pathlib import Path
 
@@ -110,8 +110,8 @@ def make_student_notebook(solution: nbformat.NotebookNode, student_path: Path | 
     return add_header(student_versions.student_version(solution), student_path)
 
 
-def _kernel_manager():
-    """A kernel manager that starts ipykernel with this Python (the current environment)."""
+def this_python_kernel():
+    """A kernel manager that starts ipykernel with this Python (the current environment), whatever kernels are installed."""
     from ipykernel.kernelspec import RESOURCES, get_kernel_dict
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
@@ -124,21 +124,17 @@ def _kernel_manager():
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) -> nbformat.NotebookNode:
-    """Run every cell of ``nb`` in a fresh kernel of this environment, in directory ``cwd``.
-
-    The kernel never uses the training cache (``COURSE_TRAINING_CACHE=off``, whatever the caller's
-    environment says): stored outputs and benchmarks come from real training, as a student runs it,
-    and a cell that times a training shows the real time, not the time to load a stored one.
-    """
+    """Run every cell of ``nb`` in a fresh kernel of this environment (the caller's environment variables),
+    in directory ``cwd``; the kernel is shut down at the end."""
     from nbclient import NotebookClient
 
     client = NotebookClient(
-        nb, km=_kernel_manager(), timeout=CELL_TIMEOUT, allow_errors=allow_errors,
+        nb, km=this_python_kernel(), timeout=CELL_TIMEOUT, allow_errors=allow_errors,
         resources={"metadata": {"path": str(cwd)}}, record_timing=False,
     )
     # The client does not own a kernel manager it is given, so it would leave the kernel running:
     # cleanup_kc=True shuts it down (else every notebook executed keeps a kernel alive until exit).
-    client.execute(cleanup_kc=True, env={**os.environ, "COURSE_TRAINING_CACHE": "off"})
+    client.execute(cleanup_kc=True)
     return nb
 
 
@@ -192,25 +188,6 @@ def _execute_timed(path: Path) -> str:
     return f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s"
 
 
-def benchmark(paths: list[Path]) -> str:
-    """Execute each notebook in a fresh kernel; a Markdown table of wall seconds and the kernel's peak memory."""
-    probe = nbformat.v4.new_code_cell(
-        "import resource, sys\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "print(peak / 2**20 if sys.platform == 'darwin' else peak / 2**10)"  # bytes on macOS, KiB on Linux
-    )
-    rows = ["| notebook | wall s | peak kernel RSS MiB |", "| --- | ---: | ---: |"]
-    for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        nb.cells.append(probe)
-        start = time.perf_counter()
-        execute(nb, path.parent)
-        seconds = time.perf_counter() - start
-        mib = float(nb.cells[-1].outputs[-1].text)
-        rows.append(f"| {path.relative_to(ROOT)} | {seconds:.1f} | {mib:.0f} |")
-    return "\n".join(rows)
-
-
 def _paths(args: list[str]) -> list[Path]:
     return [Path(a).resolve() for a in args] if args else all_notebooks()
 
@@ -220,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("command", choices=["execute", "students", "benchmark"])
     parser.add_argument("notebooks", nargs="*", help="notebook paths (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once by execute/students (default 1)")
+    parser.add_argument("--pytest", action="store_true", help="benchmark: also time the README's pytest in a fresh clone")
     args = parser.parse_intermixed_args(argv)  # --jobs before or after the notebook paths
     if args.command == "execute":
         # No paths: every lesson and solution notebook, then the student versions.
@@ -239,7 +217,9 @@ def main(argv: list[str] | None = None) -> None:
         for path in write_students(solutions, jobs=args.jobs):
             print(f"wrote {path.relative_to(ROOT)}")
     else:
-        print(benchmark(_paths(args.notebooks)))
+        from .benchmark import benchmark
+
+        print(benchmark(_paths(args.notebooks), with_pytest=args.pytest))
 
 
 if __name__ == "__main__":
