@@ -51,7 +51,7 @@ def test_readme_commands_are_the_ones_ci_runs():
     assert "jupyter lab" in readme
     assert re.search(r"^pytest$", readme, re.M), "README must give `pytest` as the test command"
     assert re.search(r"^\s*(run_pytest )?pytest$", ci, re.M), ".ci/run must run the README's `pytest`"
-    other_paths = ('taskset -c 0 env MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default COURSE_TRAINING_CACHE=off '
+    other_paths = ('taskset -c 0 env MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default '
                    'pytest notebooks -n 0 -m ""')
     assert other_paths in ci, ".ci/run must run every notebook again under other CPU math paths, training afresh"
     assert other_paths in readme
