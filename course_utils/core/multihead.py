@@ -21,13 +21,6 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     return x.reshape(B, T, num_heads, d_model // num_heads).transpose(1, 2)  # reshape: a view when x is contiguous
 
 
-def merge_heads(x: Tensor) -> Tensor:
-    """``(B, h, T, d_k) -> (B, T, h * d_k)``, the inverse of :func:`split_heads` (built in notebook 03)."""
-    require_tensor("x", x, ndim=4)
-    B, h, T, d_k = x.shape
-    return x.transpose(1, 2).reshape(B, T, h * d_k)
-
-
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with biases on the four projections (4 d^2 + 4 d parameters).
 
