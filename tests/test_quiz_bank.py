@@ -202,7 +202,7 @@ def test_our_causal_mask_in_nn_multiheadattention_attends_to_the_future():
     assert weights[-1].isnan().all()  # the last query has no future keys
     for i in range(4):
         assert torch.all(weights[i, : i + 1] == 0) and weights[i, i + 1 :].sum().item() == pytest.approx(1)
-    right, _ = _right_and_wrong(_question("03", "torch.nn.MultiheadAttention"))
+    right, _ = _right_and_wrong(_question("03b", "torch.nn.MultiheadAttention"))
     assert "strictly later keys" in right and "NaN" in right
 
 

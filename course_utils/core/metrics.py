@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import torch
 from torch import Tensor
 
@@ -41,3 +43,22 @@ def mean_attention_distance(weights: Tensor) -> Tensor:
     j = torch.arange(m, device=weights.device).unsqueeze(0)
     distance = (i - j).abs().to(weights.dtype)  # (n, m)
     return (weights * distance).sum(dim=-1).mean(dim=-1)
+
+
+def offset_share(weights: Tensor, offset: int) -> Tensor:
+    """Mean weight that a query puts on the key ``offset`` positions away from it (built in notebook 02).
+
+    Args:
+        weights: ``(..., n, m)``, query i in row i, key j in column j.
+        offset: ``k = j - i``: 0 is the diagonal, -1 the previous position, +1 the next one.
+
+    Returns:
+        ``(...)``: the mean of ``weights[..., i, i + k]`` over the queries i that have that key,
+        ``0 <= i + k < m`` (a query without it is left out, not counted as 0).
+    """
+    require_tensor("weights", weights, min_ndim=2, floating=True)
+    n, m = weights.shape[-2:]
+    if not isinstance(offset, Integral) or isinstance(offset, bool) or not -n < offset < m:
+        raise ValueError(f"offset must be an integer from {1 - n} to {m - 1} (so that some query has a key at "
+                         f"i + offset) for weights of shape {tuple(weights.shape)}, got {offset!r}")
+    return weights.diagonal(int(offset), dim1=-2, dim2=-1).mean(dim=-1)

@@ -6,7 +6,19 @@ import torch
 from torch import Tensor, nn
 
 from .attention import scaled_dot_product_attention
-from .validation import require_module_input, require_positive, require_probability, shape_of
+from .validation import (require_module_input, require_positive, require_positive_int, require_probability,
+                         require_tensor, shape_of)
+
+
+def split_heads(x: Tensor, num_heads: int) -> Tensor:
+    """``(B, T, d_model) -> (B, h, T, d_k)`` with ``d_k = d_model // h``: head i gets features
+    ``i*d_k .. (i+1)*d_k - 1`` of every token (built in notebook 03)."""
+    require_tensor("x", x, ndim=3)
+    require_positive_int(num_heads=num_heads)
+    B, T, d_model = x.shape
+    if d_model % num_heads != 0:
+        raise ValueError(f"the last axis of x {shape_of(x)} (d_model = {d_model}) must be divisible by num_heads = {num_heads}")
+    return x.reshape(B, T, num_heads, d_model // num_heads).transpose(1, 2)  # reshape: a view when x is contiguous
 
 
 class MultiHeadAttention(nn.Module):
