@@ -30,9 +30,10 @@ WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 200, 10
 
 # notebook key ("01", "01b"): (core or optional, prerequisites, learning outcomes)
 PLAN = {
-    "01": ("core", "Python, NumPy, matrix products", "compute softmax(QK^T/sqrt(d_k))V by hand and in code; why the sqrt(d_k); padding masks; four score functions"),
+    "01": ("core", "Python, NumPy, matrix products", "attention as a soft look-up; softmax(QK^T/sqrt(d_k))V in NumPy and PyTorch with a stable softmax, every shape named; worked examples by hand; write one self-attention head Q = XW_Q, K = XW_K, V = XW_V; the O(n^2) cost"),
     "02": ("core", "01", "read attention heatmaps; tell a real pattern from an artefact of the input"),
-    "03": ("core", "01", "split into heads and merge back; count parameters; match nn.MultiheadAttention and its inverted mask"),
+    "03": ("core", "01, 02", "why several heads; write the split into heads, merge back; the reshape that runs and is wrong; count parameters (4d^2 + 4d, any h); one module for self- and cross-attention"),
+    "03b": ("core", "01b, 03", "the same weights in nn.MultiheadAttention; attention dropout; its inverted masks (attn_mask, key_padding_mask) and what goes wrong silently; write the (B*h, n, m) mask for a per-sequence mask"),
     "01b": ("core", "01", "measure why the scores are divided by sqrt(d_k) (variance, saturation, gradient); padding and causal masks; a masked softmax with no NaN for a fully masked row"),
     "04": ("core", "01, a little of RNNs", "additive (Bahdanau) attention in a GRU encoder-decoder; read where it looks while it writes"),
     "04b": ("optional", "04", "the same model on dates written eight ways: attention that reorders; alignment accuracy measured against each output character's deciding span"),
