@@ -67,7 +67,7 @@ def qkv_projection() -> Canvas:
                  name_size=16)
         c.text(313, yc, "=", size=20, colour=INK)
         c.matrix(334, yc - 1.5 * cell, 3, 2, cell, name, ["(n, d_k)", "= (3, 2)"], role=role)
-        c.text(334 + 2 * cell + 8, yc - 1.5 * cell - 14, f"= XW_{{{name}}}", size=14, colour=role.strong, anchor="start")
+        c.text(334 + 2 * cell + 8, yc - 1.5 * cell - 14, f"= XW_{{{name}}}", size=15, colour=role.strong, anchor="start")
 
     # Scores, weights, output.
     weights = _weights()

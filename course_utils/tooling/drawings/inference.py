@@ -155,7 +155,7 @@ def tiled_attention() -> Canvas:
     c.grid(rx + 88, sy, nq, d, cell, role=VALUE, fill=lambda i, k: "#FFFFFF")
     c.text(rx + 88 + 1.5 * cell, sy - 14, "acc", size=16, bold=True, colour=VALUE.strong)
     c.text(rx + 88 + 1.5 * cell, sy + nq * cell + 16, "(n_q, d_v)", size=13, colour=MUTED, mono=True)
-    c.lines(rx + 80, sy + nq * cell + 62, ["updated from S_{1} and V_{1},", "then S_{1} is dropped"], size=14)
+    c.lines(rx + 80, sy + nq * cell + 62, ["updated from S_{1} and V_{1},", "then S_{1} is dropped"], size=15)
     c.lines(rx + 80, 380, ["never held: the whole", "(n, m) score matrix"], size=14, colour=MUTED)
 
     # The update, step by step.
@@ -167,7 +167,7 @@ def tiled_attention() -> Canvas:
         "  l     = l · exp(m − m_new) + rowsum(P)   old sum rescaled, new added",
         "  acc   = acc · exp(m − m_new) + P V_j     the same for the values",
         "  m     = m_new",
-        "output = acc / l                           = softmax(Q Kᵀ / √d_k) V",
+        "after the last block: output = acc / l, equal to softmax(Q Kᵀ / √d_k) V",
     ]
     for k, line in enumerate(steps):
         c.text(40, 436 + 20 * k, line, size=13, mono=True, anchor="start", colour=INK)

@@ -32,7 +32,7 @@ def decoder_step() -> Canvas:
     hx, hy, hw = 20, 426, 44
     for i in range(5):
         c.box(hx + i * (hw + 10), hy, hw, 40, f"h_{{{i}}}", role=DATA, size=15)
-    c.text(hx + 130, hy + 62, "encoder states h_{i}: keys and values", size=14, colour=INK)
+    c.text(hx + 130, hy + 62, "encoder states h_{i}: keys and values", size=15, colour=INK)
 
     # The score network, the weights, the context.
     c.box(210, 250, 246, 62, "e_{t,i} = vᵀtanh(W_{s}s + W_{h}h_{i})", role=PARAMETER, size=15,
@@ -63,7 +63,7 @@ def decoder_step() -> Canvas:
     c.line((710, 146), (710, 104))
     c.text(718, 125, "argmax", size=13, colour=MUTED, anchor="start")
     c.line((710, 50), (710, 24), (100, 24), (100, 46), colour=MUTED, dash="6 4")
-    c.text(405, 38, "step t + 1 reads y_{t} as its y_{t-1}, and s' as its state s", size=13, colour=MUTED)
+    c.text(405, 38, "step t + 1 reads y_{t} as its y_{t-1}, and s' as its state s", size=15, colour=MUTED)
     return c
 
 
@@ -174,7 +174,7 @@ def _token_row(c: Canvas, x: float, y: float, chars: str, *, cell: float = 44, r
     token t + 1, at every position at once.""",
 )
 def lm_stack() -> Canvas:
-    c = Canvas(800, 640)
+    c = Canvas(800, 650)
     cx, cell = 300, 44
     x0 = cx - 3 * cell
     shapes = 600
@@ -184,7 +184,8 @@ def lm_stack() -> Canvas:
     _token_row(c, x0, 40, "he cat", bold=True)
     c.text(x0 - 10, 58, "targets", size=14, anchor="end", bold=True)
     for t in range(6):
-        c.text(x0 + (t + 0.5) * cell, 566, str(t), size=13, colour=MUTED)
+        c.text(x0 + (t + 0.5) * cell, 630, str(t), size=13, colour=MUTED)
+    c.text(x0 - 10, 630, "position", size=13, colour=MUTED, anchor="end")
     c.text(cx, 92, "cross-entropy of logits[:, t] against token t + 1, at every t", size=13, colour=MUTED)
     c.text(shapes, 598, "tokens (B, T)", size=13, mono=True, colour=MUTED, anchor="start")
     c.text(shapes, 58, "tokens shifted by one", size=13, colour=MUTED, anchor="start")
@@ -193,8 +194,8 @@ def lm_stack() -> Canvas:
     c.line((cx, 580), (cx, 556), (cx - 100, 556), (cx - 100, 534))
     c.box(cx - 190, 490, 180, 40, "token embedding", role=PARAMETER, size=15)
     c.box(cx + 10, 490, 180, 40, "position embedding", role=PARAMETER, size=15)
-    c.text(cx + 100, 560, "positions 0 … T-1", size=13, colour=MUTED)
-    c.line((cx + 100, 550), (cx + 100, 534))
+    c.text(cx + 110, 560, "positions 0 … T-1", size=13, colour=MUTED, anchor="start")
+    c.line((cx + 100, 568), (cx + 100, 534))
     c.line((cx - 100, 490), (cx - 100, 462), (cx - 16, 462))
     c.line((cx + 100, 490), (cx + 100, 462), (cx + 16, 462))
     c.circle(cx, 462, 12, fill="#FFFFFF", stroke=INK, sw=1.8)

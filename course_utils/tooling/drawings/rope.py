@@ -32,8 +32,8 @@ def _panel(c: Canvas, cx: float, cy: float, p: int, p_key: int) -> None:
     c.circle(cx, cy, r, stroke="#D5D5D5", sw=1.2)
     c.line((cx - r - 14, cy), (cx + r + 18, cy), colour=MUTED, sw=1.2)
     c.line((cx, cy + r + 14), (cx, cy - r - 18), colour=MUTED, sw=1.2)
-    c.text(cx + r + 14, cy + 16, "x_{2i}", size=14, colour=MUTED, anchor="end")
-    c.text(cx + 8, cy - r - 12, "x_{2i+1}", size=14, colour=MUTED, anchor="start")
+    c.text(cx + r + 14, cy + 16, "x_{2i}", size=15, colour=MUTED, anchor="end")
+    c.text(cx + 8, cy - r - 12, "x_{2i+1}", size=15, colour=MUTED, anchor="start")
     q_angle, k_angle = _Q + p * _THETA, _K + p_key * _THETA
     for angle, length, name in ((_Q, 96, "q"), (_K, 82, "k")):
         c.line((cx, cy), _point(cx, cy, length, angle), colour="#A8A8A8", sw=1.5, dash="5 4")
@@ -47,7 +47,7 @@ def _panel(c: Canvas, cx: float, cy: float, p: int, p_key: int) -> None:
     _arc(c, cx, cy, 52, _Q, q_angle, colour=QUERY.strong, sw=1.5, dash="4 3")
     _arc(c, cx, cy, 66, _K, k_angle, colour=KEY.strong, sw=1.5, dash="4 3")
     _arc(c, cx, cy, 34, q_angle, k_angle, colour=INK, sw=2, arrow="both")
-    c.text(cx, cy + r + 40, f"rotated by {p}θ_{{i}} and {p_key}θ_{{i}}", size=14)
+    c.text(cx, cy + r + 40, f"rotated by {p}θ_{{i}} and {p_key}θ_{{i}}", size=15)
 
 
 @drawing(

@@ -21,6 +21,8 @@ FONT = "'DejaVu Sans', Verdana, 'Segoe UI', Helvetica, Arial, sans-serif"
 MONO = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 SIZE = 15  # default label size in px; nothing is drawn below MIN_SIZE
 MIN_SIZE = 13
+SCRIPT = 0.8  # sub- and superscripts, relative to their label; never below MIN_SCRIPT px
+MIN_SCRIPT = 12
 
 # Advance widths of DejaVu Sans (in em) for printable ASCII, to size boxes around labels. DejaVu
 # Sans and Verdana are the widest common sans-serif fonts: a label that fits in them fits in any.
@@ -54,7 +56,7 @@ def text_width(label: str, size: float = SIZE, *, mono: bool = False, bold: bool
     """Width in px of a one-line label (markup allowed) in the drawings' font at ``size`` px."""
     total = 0.0
     for piece, kind in runs(label):
-        scale = 0.72 if kind else 1.0
+        scale = SCRIPT if kind else 1.0
         em = 0.602 * len(piece) if mono else sum(_WIDTH.get(c, 0.8) for c in piece)
         total += em * size * scale
     return total * (1.06 if bold else 1.0)
@@ -99,6 +101,9 @@ class Canvas:
         ``halo``: a colour drawn around the letters, so that they read across lines."""
         if size < MIN_SIZE:
             raise ValueError(f"text of {size} px is too small to read (at least {MIN_SIZE} px): {label!r}")
+        if _MARKUP.search(label) and size * SCRIPT < MIN_SCRIPT:
+            raise ValueError(f"the sub- or superscripts of {label!r} would be {size * SCRIPT:.1f} px: at least "
+                             f"{MIN_SCRIPT} px needs a label of {MIN_SCRIPT / SCRIPT:g} px or more")
         attrs = f'x="{num(x)}" y="{num(y + 0.36 * size)}" font-size="{num(size)}" fill="{colour}"'
         attrs += f' text-anchor="{anchor}"' if anchor != "start" else ""
         attrs += ' font-weight="bold"' if bold else ""
@@ -115,7 +120,7 @@ class Canvas:
             if not kind and not dy:
                 body.append(esc(piece))
                 continue
-            small = f' font-size="{num(0.72 * size)}"' if kind else ""
+            small = f' font-size="{num(SCRIPT * size)}"' if kind else ""
             body.append(f'<tspan dy="{num(dy)}"{small}>{esc(piece)}</tspan>')
         self._items.append(f"<text {attrs}>{''.join(body)}</text>")
 
@@ -165,8 +170,9 @@ class Canvas:
         for k, t in enumerate(labels):
             self.text(x + w / 2, top + k * size * 1.3, t, size=size, bold=bold, mono=mono)
         if note:
-            self.text(x + w / 2, top + len(labels) * size * 1.3, note, size=max(MIN_SIZE, size - 2), colour=MUTED,
-                      mono=True)
+            note_size = MIN_SCRIPT / SCRIPT if _MARKUP.search(note) else max(MIN_SIZE, size - 2)
+            self.text(x + w / 2, top + len(labels) * size * 1.3, note, size=note_size, colour=MUTED,
+                      mono=not _MARKUP.search(note))
 
     def grid(self, x: float, y: float, rows: int, cols: int, cell: float, *, role: Role = DATA,
              fill: Callable[[int, int], str] | None = None, text: Callable[[int, int], str | None] | None = None,
@@ -185,7 +191,7 @@ class Canvas:
         inner = [f"M{num(x)},{num(y + i * cell)} h{num(cols * cell)}" for i in range(1, rows)]
         inner += [f"M{num(x + j * cell)},{num(y)} v{num(rows * cell)}" for j in range(1, cols)]
         if inner:
-            self._items.append(f'<path d="{" ".join(inner)}" stroke="{role.strong}" stroke-width="{num(sw * 0.6)}"/>')
+            self._items.append(f'<path d="{" ".join(inner)}" stroke="{role.strong}" stroke-width="{num(max(1.0, sw * 0.6))}"/>')
         for i in range(rows):
             for j in range(cols):
                 label = text(i, j) if text else None
