@@ -3,7 +3,7 @@
 Each drawing is a function that places boxes, arrows, grids and text on a ``Canvas`` (``svg``), in
 the course's colours (``course_utils.helpers.palette``: queries blue, keys orange, values green),
 registered with its name, notebook, title and alt text (``registry``). The modules hold them by
-topic: ``attention`` (01, 03, 05), ``models`` (04, 09b, 11), ``inference`` (15, 16), ``rope`` (17),
+topic: ``attention`` (01, 03, 05), ``architectures`` (04, 09b, 11), ``inference`` (15, 16), ``rope`` (17),
 ``circuits`` (07b). ``embed`` puts a drawing into a notebook where a ``<!-- drawing: NAME -->``
 marker line asks for it; ``commands`` is the command line:
 

@@ -61,7 +61,7 @@ def drawing(name: str, *, notebook: str, section: str, title: str, alt: str):
 
 def drawings() -> dict[str, Drawing]:
     """Every drawing, in the order of ``NAMES``."""
-    from . import attention, circuits, inference, models, rope  # noqa: F401 (registering imports)
+    from . import architectures, attention, circuits, inference, rope  # noqa: F401 (registering imports)
 
     missing = [n for n in NAMES if n not in _REGISTERED]
     if missing:
