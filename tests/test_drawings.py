@@ -33,7 +33,8 @@ def test_every_named_drawing_has_a_source_a_notebook_and_alt_text():
     assert len(NAMES) >= 11 and list(DRAWINGS) == list(NAMES)
     for name, d in DRAWINGS.items():
         assert d.notebook and d.section and d.title, name
-        assert len(d.alt.split()) >= 60, f"{name}: the alt text must describe the structure ({len(d.alt.split())} words)"
+        words = len(d.alt.split())
+        assert words >= 60, f"{name}: the alt text must describe the structure ({words} words)"
 
 
 def test_the_committed_svgs_are_what_the_source_draws(capsys):
@@ -170,7 +171,8 @@ def test_embed_inserts_each_drawing_under_its_marker_and_keeps_the_marker():
                    "Before.\n<!-- drawing: kv_cache -->\nAfter, still prose.")
     assert E.embed(nb, DRAWINGS) == ["qkv_projection", "heads_split_merge", "kv_cache"]
     lines = nb.cells[2].source.split("\n")
-    assert lines[:2] == ["Before.", "<!-- drawing: kv_cache -->"] and lines[2].startswith('<img src="data:image/svg+xml')
+    assert lines[:2] == ["Before.", "<!-- drawing: kv_cache -->"]
+    assert lines[2].startswith('<img src="data:image/svg+xml')
     assert lines[3:] == ["", "After, still prose."], "a blank line ends the HTML block"
     found = E.find(nb)
     assert [(e.cell, e.name) for e in found] == [(0, "qkv_projection"), (1, "heads_split_merge"), (2, "kv_cache")]
@@ -188,7 +190,8 @@ def test_embed_again_changes_nothing_and_refreshes_an_old_copy():
     assert nb.cells[0].source == once
     old = E.image_line(DRAWINGS["rope_rotation"], GENERATED["rope_rotation"].replace("offset", "shift"))
     nb.cells[0].source = "Text.\n<!-- drawing: rope_rotation -->\n" + old
-    assert E.problems(nb, DRAWINGS, GENERATED) == ["cell 0 (rope_rotation): the stored drawing differs from the generated one"]
+    stale = "cell 0 (rope_rotation): the stored drawing differs from the generated one"
+    assert E.problems(nb, DRAWINGS, GENERATED) == [stale]
     E.embed(nb, DRAWINGS)
     assert nb.cells[0].source == once
 
@@ -244,6 +247,6 @@ def test_every_drawing_embedded_in_the_course_equals_its_file_and_has_alt_text()
         nb = nbformat.read(path, as_version=4)
         for e in E.find(nb):
             where = f"{path.relative_to(ROOT)} cell {e.cell} ({e.name})"
-            assert e.svg is not None, f"{where}: run python -m course_utils.tooling.drawings --embed {path.relative_to(ROOT)}"
+            assert e.svg is not None, f"{where}: run `python -m course_utils.tooling.drawings --embed`"
             assert e.svg == (figures / f"{e.name}.svg").read_text(encoding="utf-8"), f"{where}: stale, run --embed"
             assert e.alt and e.alt.strip(), f"{where}: empty alt text"

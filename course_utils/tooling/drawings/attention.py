@@ -39,7 +39,7 @@ def _weights() -> list[list[float]]:
     (blue), W_K the keys K (orange), W_V the values V (green), each of shape (n, d_k) = (3, 2), one row per
     token. Right, the attention: Q times K transposed, divided by the square root of d_k, gives the scores S of
     shape (n, n); a softmax along each row turns them into the weights A, shaded like the course's heatmaps,
-    each row summing to 1 (here every token puts almost all its weight on cat). Finally A times V gives the
+    each row summing to 1 (here every token puts most of its weight, 0.89 or more, on cat). Finally A times V gives the
     output, shape (n, d_v) = (3, 2): each token's weighted average of the values.""",
 )
 def qkv_projection() -> Canvas:
@@ -67,7 +67,8 @@ def qkv_projection() -> Canvas:
                  name_size=16)
         c.text(313, yc, "=", size=20, colour=INK)
         c.matrix(334, yc - 1.5 * cell, 3, 2, cell, name, ["(n, d_k)", "= (3, 2)"], role=role)
-        c.text(334 + 2 * cell + 8, yc - 1.5 * cell - 14, f"= XW_{{{name}}}", size=15, colour=role.strong, anchor="start")
+        c.text(334 + 2 * cell + 8, yc - 1.5 * cell - 14, f"= XW_{{{name}}}", size=15, colour=role.strong,
+               anchor="start")
 
     # Scores, weights, output.
     weights = _weights()

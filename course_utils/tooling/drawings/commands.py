@@ -55,8 +55,8 @@ def check(figures: Path = FIGURES, notebooks: Path = NOTEBOOKS) -> list[str]:
         elif path.read_text(encoding="utf-8") != svg:
             found.append(f"{path.relative_to(figures.parent.parent)}: differs from what the source draws")
     if figures.is_dir():
-        found += [f"{p.relative_to(figures.parent.parent)}: belongs to no drawing" for p in sorted(figures.glob("*.svg"))
-                  if p.stem not in svgs]
+        stray = [p for p in sorted(figures.glob("*.svg")) if p.stem not in svgs]
+        found += [f"{p.relative_to(figures.parent.parent)}: belongs to no drawing" for p in stray]
     for path in _notebooks(notebooks):
         nb = nbformat.read(path, as_version=4)
         try:

@@ -85,7 +85,8 @@ def kv_cache() -> Canvas:
     c.text(319, y1 + 5 * cell + 36, "the cache, one row longer:", size=14, bold=True)
     c.text(319, y1 + 5 * cell + 56, "the new k and v appended", size=14)
     weights = [0.1, 0.35, 0.05, 0.2, 0.3]
-    c.line((160 + 1.5 * cell, y1 + 5 * cell + 4), (160 + 1.5 * cell, y1 + 5 * cell + 76), (wx + 2.5 * cell, y1 + 5 * cell + 76),
+    below = y1 + 5 * cell + 76  # the query's path under the cache, to the weights
+    c.line((160 + 1.5 * cell, y1 + 5 * cell + 4), (160 + 1.5 * cell, below), (wx + 2.5 * cell, below),
            (wx + 2.5 * cell, y1 + 4 * cell + cell + 6), colour=QUERY.strong)
     c.line((410, y1 + 2.5 * cell), (wx - 6, y1 + 2.5 * cell))
     c.grid(wx, y1 + 4 * cell, 1, 5, cell, role=PARAMETER, fill=lambda i, j: weight_colour(weights[j]))

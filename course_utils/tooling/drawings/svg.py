@@ -191,12 +191,14 @@ class Canvas:
         inner = [f"M{num(x)},{num(y + i * cell)} h{num(cols * cell)}" for i in range(1, rows)]
         inner += [f"M{num(x + j * cell)},{num(y)} v{num(rows * cell)}" for j in range(1, cols)]
         if inner:
-            self._items.append(f'<path d="{" ".join(inner)}" stroke="{role.strong}" stroke-width="{num(max(1.0, sw * 0.6))}"/>')
+            thin = num(max(1.0, sw * 0.6))
+            self._items.append(f'<path d="{" ".join(inner)}" stroke="{role.strong}" stroke-width="{thin}"/>')
         for i in range(rows):
             for j in range(cols):
                 label = text(i, j) if text else None
                 if label:
-                    self.text(x + (j + 0.5) * cell, y + (i + 0.5) * cell, label, size=size, colour=text_on(colours[i][j]))
+                    self.text(x + (j + 0.5) * cell, y + (i + 0.5) * cell, label, size=size,
+                              colour=text_on(colours[i][j]))
         self.rect(x, y, cols * cell, rows * cell, stroke=role.strong, sw=sw + 0.6)
 
     def matrix(self, x: float, y: float, rows: int, cols: int, cell: float, name: str,
