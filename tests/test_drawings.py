@@ -215,15 +215,23 @@ def test_embed_refuses_an_unknown_name_or_a_marker_inside_a_line():
 
 
 def test_embedded_drawing_renders_as_an_image_in_markdown(tmp_path):
-    """MyST (the site) and nbconvert's Markdown renderer keep the image and the prose after it."""
-    from markdown_it import MarkdownIt
+    """nbconvert's Markdown renderer (nbviewer, HTML export) and MyST's (the site, where the site's tools are
+    installed) keep the image and the prose after it."""
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
     nb = _notebook("Before.\n<!-- drawing: causal_mask_sentence -->\nAfter *this*.")
     E.embed(nb, DRAWINGS)
-    for rendered in (MarkdownIt("commonmark").render(nb.cells[0].source), markdown2html_mistune(nb.cells[0].source)):
+    renderers = [markdown2html_mistune]
+    try:
+        from markdown_it import MarkdownIt  # MyST's parser: docs/requirements.txt
+    except ImportError:
+        pass
+    else:
+        renderers.append(MarkdownIt("commonmark").render)
+    for render in renderers:
+        rendered = render(nb.cells[0].source)
         src = re.search(r'<img src="data:image/svg\+xml;base64,([^"]+)"', rendered)
-        assert src and base64.b64decode(src.group(1)).decode() == GENERATED["causal_mask_sentence"]
+        assert src and base64.b64decode(src.group(1)).decode() == GENERATED["causal_mask_sentence"], render
         assert "<em>this</em>" in rendered, "the prose after the drawing stays Markdown"
 
 
@@ -250,3 +258,20 @@ def test_every_drawing_embedded_in_the_course_equals_its_file_and_has_alt_text()
             assert e.svg is not None, f"{where}: run `python -m course_utils.tooling.drawings --embed`"
             assert e.svg == (figures / f"{e.name}.svg").read_text(encoding="utf-8"), f"{where}: stale, run --embed"
             assert e.alt and e.alt.strip(), f"{where}: empty alt text"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_labels_do_not_overlap(name):
+    boxes = []
+    for x, anchor, w, size, text in _texts(_root(name)):
+        left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
+        boxes.append((left, left + w, text))
+    ys = [float(t.get("y")) - 0.36 * float(t.get("font-size")) for t in _root(name).iter(f"{SVG}text")]
+    sizes = [float(t.get("font-size")) for t in _root(name).iter(f"{SVG}text")]
+    clashes = [
+        (boxes[i][2], boxes[j][2])
+        for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+        if boxes[i][0] < boxes[j][1] - 1 and boxes[j][0] < boxes[i][1] - 1
+        and abs(ys[i] - ys[j]) < (sizes[i] + sizes[j]) / 2 - 1
+    ]
+    assert not clashes
