@@ -393,3 +393,33 @@ def test_an_error_in_a_notebook_is_noticed(browser_context, lab):
     assert any("ZeroDivisionError" in text for text in result["page_errors"]), result["page_errors"]
     assert any(e.startswith("ZeroDivisionError") for e in result["file_errors"]), result["file_errors"]
     assert _not_run(result["prompts"]) == [2], f"Run All stops at the error: prompts {result['prompts']}"
+
+
+def test_the_course_drawings_show_in_jupyterlab(browser_context, lab):
+    """Every drawing, embedded as the drawings tool does it (an <img> with an SVG data: URL under its
+    marker), is shown by JupyterLab at its full width, with its alt text."""
+    from course_utils.tooling.drawings import drawings
+    from course_utils.tooling.drawings import embed as drawing_embed
+
+    registry = drawings()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"Before *{name}*.\n<!-- drawing: {name} -->\nAfter *it*.") for name in registry]
+    drawing_embed.embed(nb, registry)
+    nbformat.write(nb, lab.root / "drawings.ipynb")
+    page = browser_context.new_page()
+    console_errors: list[str] = []
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(f"{lab.url}/lab/tree/drawings.ipynb?reset&token={lab.token}")
+        images = page.locator(f'{NOTEBOOK} .jp-MarkdownCell img[src^="data:image/svg+xml"]')
+        _wait_for(page, lambda: images.count() == len(registry), PAGE_TIMEOUT, "every drawing in the page")
+        _wait_for(page, lambda: all(images.nth(k).evaluate("i => i.complete") for k in range(images.count())), 30,
+                  "the drawings to load")
+        shown = images.evaluate_all("imgs => imgs.map(i => [i.alt, i.naturalWidth, i.naturalHeight])")
+        assert [alt for alt, _, _ in shown] == [d.alt for d in registry.values()]
+        assert all(w == 800 and h > 300 for _, w, h in shown), shown
+        assert page.locator(f"{NOTEBOOK} .jp-MarkdownCell em").count() == 2 * len(registry), "Markdown after a drawing"
+        page.screenshot(path=str(SCREENSHOT_DIR / "browser_test_drawings.png"))
+        assert not [e for e in console_errors if "render" in e.lower()], console_errors
+    finally:
+        page.close()

@@ -11,6 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 from ..models import dates as D
+from .plotting import colour_query_key
 
 _SPAN_COLOURS = {"year": "tab:red", "month": "tab:orange", "day": "tab:cyan"}
 
@@ -30,6 +31,7 @@ def plot_date_map(weights, text: str, output: str, *, spans=None, title: str | N
     rows = (list(output) + ["<eos>"])[: w.shape[0]]
     ax.set_yticks(range(len(rows)), rows, fontsize=8, family="monospace")
     ax.tick_params(length=0)
+    colour_query_key(ax)  # rows: the output characters (queries); columns: the source (keys)
     if spans is not None:
         for k, (name, span) in enumerate(zip(D.OUTPUT_FIELDS[: w.shape[0]], spans)):
             if name is not None and span is not None and int(span[0]) >= 0:

@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..core.validation import require_index_range, require_tensor
+from .palette import DATA, INK, KEY, MUTED, PARAMETER, QUERY, VALUE
 from .plotting import plot_attention
 
 
@@ -93,7 +94,7 @@ def plot_row_entropy(weights, entropy, labels: Sequence[str]) -> Figure:
                                          gridspec_kw={"width_ratios": [3, 2]}, constrained_layout=True)
     plot_attention(weights, labels, labels, title="attention weights", ax=ax_map, vmax=1)
     rows = np.arange(n) + 0.5  # heatmap rows sit at 0.5, 1.5, ...
-    ax_bar.barh(rows, h, height=0.6, color="tab:orange")
+    ax_bar.barh(rows, h, height=0.6, color=QUERY.strong)  # one bar per query row
     ax_bar.axvline(math.log(2), color="grey", linestyle=":", label="log 2 (two keys)")
     ax_bar.axvline(math.log(m), color="black", linestyle="--", label=f"log {m} (uniform)")
     for y, value in zip(rows.tolist(), h.tolist()):
@@ -109,14 +110,15 @@ def plot_lookup(hard, soft, labels: Sequence[str], query: str) -> Figure:
     """Bars of a hard (argmax) and a soft (softmax) look-up's weights ``(m,)`` over the same keys."""
     fig, axes = plt.subplots(1, 2, figsize=(9, 3), sharey=True)
     for ax, w, title in [(axes[0], _np(hard), "hard look-up: argmax"), (axes[1], _np(soft), "soft look-up: softmax")]:
-        ax.bar(list(labels), w, color="tab:blue")
+        ax.bar(list(labels), w, color=MUTED)
         for i, wi in enumerate(w):
             ax.text(i, wi + 0.02, f"{wi:.2f}", ha="center")
         ax.set_title(title)
-        ax.set_xlabel("key")
+        ax.set_xlabel("key", color=KEY.strong)
+        ax.tick_params(axis="x", labelcolor=KEY.strong)
     axes[0].set_ylabel("weight on the key's value")
     axes[0].set_ylim(0, 1.15)
-    fig.suptitle(f'query "{query}"')
+    fig.suptitle(f'query "{query}"', color=QUERY.strong)
     fig.tight_layout()
     return fig
 
@@ -189,11 +191,12 @@ def _canvas(figsize: tuple[float, float], xlim: tuple[float, float], ylim: tuple
     return fig, ax
 
 
-def _node(ax: Axes, xy: tuple[float, float], text: str, kind: str = "op", fontsize: int = 11):
-    """A box at ``xy``: ``kind`` "op" (a layer, blue), "value" (a vector, white) or "sum" (a circle)."""
-    style = {"op": dict(boxstyle="round,pad=0.35", fc="#dbe8f6", ec="#4c72b0"),
-             "value": dict(boxstyle="round,pad=0.3", fc="white", ec="0.4"),
-             "sum": dict(boxstyle="circle,pad=0.2", fc="#fde9c9", ec="#d08a1c")}[kind]
+def _node(ax: Axes, xy: tuple[float, float], text: str, kind: str = "op", fontsize: int = 11, role=None):
+    """A box at ``xy``: ``kind`` "op" (a layer, grey), "value" (a vector, white, or in the tint of a
+    palette ``role``: the query blue, the key orange, the value green) or "sum" (a circle)."""
+    style = {"op": dict(boxstyle="round,pad=0.35", fc=PARAMETER.light, ec=PARAMETER.strong),
+             "value": dict(boxstyle="round,pad=0.3", fc=(role or DATA).light, ec=(role or DATA).strong),
+             "sum": dict(boxstyle="circle,pad=0.2", fc="white", ec=INK)}[kind]
     return ax.text(*xy, text, ha="center", va="center", fontsize=fontsize, bbox=style, zorder=3)
 
 
@@ -212,7 +215,7 @@ def diagram_additive_score() -> Figure:
     ax.add_patch(plt.Rectangle((1.2, -1.55), 7.55, 3.1, fc="#f4f4f4", ec="0.75", ls="--", zorder=0))
     ax.text(1.3, 1.4, "once for every source position i (the same $W_s$, $W_h$, $v$)", fontsize=9, color="0.35",
             va="top")
-    s = _node(ax, (0, 0.8), "$s_t$\ndecoder state\n(Bahdanau: $s_{t-1}$)", "value", 10)
+    s = _node(ax, (0, 0.8), "$s_t$\ndecoder state\n(Bahdanau: $s_{t-1}$)", "value", 10, role=QUERY)
     h = _node(ax, (0, -1.0), "$h_i$\nencoder state i", "value", 10)
     chain = [_node(ax, (2.3, 0.8), "$W_s$"), _node(ax, (2.3, -1.0), "$W_h$"), _node(ax, (3.8, -0.1), "+", "sum", 14),
              _node(ax, (5.0, -0.1), "tanh"), _node(ax, (6.2, -0.1), "$v^\\top$"),
@@ -220,7 +223,7 @@ def diagram_additive_score() -> Figure:
              _node(ax, (9.9, -0.1), "softmax over i\n(real positions only)"),
              _node(ax, (12.2, -0.1), "weights $\\alpha_{t,i}$", "value"),
              _node(ax, (12.2, -1.8), "weighted sum\n$\\sum_i \\alpha_{t,i} h_i$"),
-             _node(ax, (9.6, -1.8), "context $c_t$", "value")]
+             _node(ax, (9.6, -1.8), "context $c_t$", "value", role=VALUE)]
     w_s, w_h, plus = chain[:3]
     for a, b in [(s, w_s), (h, w_h), (w_s, plus), (w_h, plus), *zip(chain[2:], chain[3:])]:
         _arrow(ax, a, b)
@@ -239,11 +242,11 @@ def diagram_decoder_step() -> Figure:
     """One decoder step: attend with the state s, GRU on [emb(y_{t-1}); c_t], predict y_t from [s'; c_t]."""
     fig, ax = _canvas((13, 4.4), (-0.9, 13.6), (-2.5, 2.3))
     y_prev = _node(ax, (0, 1.5), "previous token $y_{t-1}$\n(<sos> at t = 0)", "value", 10)
-    s = _node(ax, (0, 0.2), "decoder state $s$\n($s_0$ at t = 0)", "value", 10)
+    s = _node(ax, (0, 0.2), "decoder state $s$\n($s_0$ at t = 0)", "value", 10, role=QUERY)
     h = _node(ax, (2.4, -2.0), "encoder states $h_0, \\ldots, h_{n-1}$", "value", 10)
     emb = _node(ax, (2.4, 1.5), "embedding")
     attend = _node(ax, (2.4, -0.7), "attention\n(the score network)")
-    context = _node(ax, (4.6, -0.7), "context $c_t$", "value")
+    context = _node(ax, (4.6, -0.7), "context $c_t$", "value", role=VALUE)
     gru = _node(ax, (6.4, 0.9), "GRU cell\ninput $[\\mathrm{emb}(y_{t-1});\\, c_t]$")
     s_new = _node(ax, (8.6, 0.9), "new state $s'$", "value")
     out = _node(ax, (9.9, -0.5), "output layer\n$W_\\mathrm{out}\\,[s';\\, c_t]$")

@@ -9,14 +9,18 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
+from .palette import DATA, KEY, PARAMETER, QUERY, VALUE
 from .plotting import plot_attention
 
-_TENSOR, _LAYER, _STEP = "#dbe9f6", "#fde2c4", "#e4f2df"
+# The course's palette: tensors white (queries, keys and values in their tints), learned layers grey,
+# reshapes and the attention itself light with a dashed edge.
+_TENSOR, _LAYER, _STEP = DATA.light, PARAMETER.light, "#F6F6F6"
+_ROLE_TINT = {"q": QUERY.light, "k": KEY.light, "v": VALUE.light}
 
 
 def _box(ax: Axes, x: float, y: float, text: str, colour: str, width: float = 2.3) -> None:
     ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.32), width, 0.64, boxstyle="round,pad=0.04",
-                                facecolor=colour, edgecolor="0.3"))
+                                facecolor=colour, edgecolor="0.3", linestyle="--" if colour == _STEP else "-"))
     ax.text(x, y, text, ha="center", va="center", fontsize=9)
 
 
@@ -26,8 +30,8 @@ def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float]) -> No
 
 def plot_multihead_flow(batch: int, length: int, d_model: int, num_heads: int) -> Figure:
     """A diagram of ``MultiHeadAttention(d_model, num_heads)`` on ``x (B, T, d_model)``: every
-    tensor (blue) with its shape for these sizes, the learned layers (orange), the reshapes and
-    the attention (green)."""
+    tensor with its shape for these sizes (white; q, k, v in the palette's query, key and value
+    tints), the learned layers (grey), the reshapes and the attention (dashed)."""
     for name, value in {"batch": batch, "length": length, "d_model": d_model, "num_heads": num_heads}.items():
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -40,7 +44,7 @@ def plot_multihead_flow(batch: int, length: int, d_model: int, num_heads: int) -
     _box(ax, 1, 3, f"x\n({B}, {T}, {d_model})", _TENSOR, 1.8)
     for y, name in ((5.4, "q"), (3, "k"), (0.6, "v")):
         _box(ax, 3.6, y, f"W_{name}: Linear({d_model}, {d_model})", _LAYER, 2.6)
-        _box(ax, 6.3, y, f"{name} ({B}, {T}, {d_model})", _TENSOR, 2.0)
+        _box(ax, 6.3, y, f"{name} ({B}, {T}, {d_model})", _ROLE_TINT[name], 2.0)
         _box(ax, 8.9, y, f"{name.upper()} = split_heads({name})\n({B}, {h}, {T}, {d_k})", _STEP, 2.6)
         _arrow(ax, (1.9, 3), (2.3, y))
         _arrow(ax, (4.9, y), (5.3, y))
@@ -56,7 +60,8 @@ def plot_multihead_flow(batch: int, length: int, d_model: int, num_heads: int) -
     _box(ax, 15.1, 3, f"output\n({B}, {T}, {d_model})", _TENSOR, 1.9)
     _arrow(ax, (15.1, 0.95), (15.1, 2.65))
     ax.set_title(f"MultiHeadAttention(d_model={d_model}, num_heads={h}): d_k = {d_model} / {h} = {d_k}; "
-                 "blue: tensors, orange: learned layers, green: reshapes and attention", fontsize=10)
+                 "white: tensors (q, k, v in the query, key, value colours), grey: learned layers, "
+                 "dashed: reshapes and attention", fontsize=10)
     return fig
 
 

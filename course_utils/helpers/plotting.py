@@ -1,5 +1,8 @@
 """Attention heatmaps: one matrix, or a grid of them (heads, or layers x heads).
 
+Every heatmap of the course labels its query axis (rows) in the query colour and its key axis
+(columns) in the key colour of ``course_utils.helpers.palette`` (``colour_query_key``).
+
 Drawn with matplotlib's ``pcolormesh`` directly (seaborn's ``heatmap`` redraws the whole figure
 for every panel, which made a grid of 8 heads take seconds).
 """
@@ -13,6 +16,8 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from .palette import KEY, QUERY
 
 
 def _to_numpy(weights) -> np.ndarray:
@@ -79,8 +84,19 @@ def plot_attention(
         _annotate(ax, mesh, w)
     ax.set_xlabel("key")
     ax.set_ylabel("query")
+    colour_query_key(ax)
     if title:
         ax.set_title(title)
+    return ax
+
+
+def colour_query_key(ax: Axes) -> Axes:
+    """Colour a weight map as every heatmap of the course: the query axis (rows: label and tick
+    labels) in the query colour, the key axis (columns) in the key colour. Returns ``ax``."""
+    ax.yaxis.label.set_color(QUERY.strong)
+    ax.xaxis.label.set_color(KEY.strong)
+    ax.tick_params(axis="y", labelcolor=QUERY.strong)
+    ax.tick_params(axis="x", labelcolor=KEY.strong)
     return ax
 
 
