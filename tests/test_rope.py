@@ -58,10 +58,12 @@ def test_rope_keeps_norms_dtype_and_position_zero():
 def test_rope_rejects_bad_input():
     with pytest.raises(ValueError, match="even"):
         apply_rope(torch.randn(3, 5))
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(ValueError, match="x must be a floating-point tensor"):  # a wrong dtype: ValueError
         apply_rope(torch.arange(6).view(3, 2))
-    with pytest.raises(TypeError, match=r"\(\.\.\., T, d\)"):
+    with pytest.raises(ValueError, match=r"\(\.\.\., T, d\)"):
         apply_rope(torch.randn(4))
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        apply_rope([[1.0, 2.0]])
     with pytest.raises(ValueError, match="offset"):
         apply_rope(torch.randn(3, 4), offset=-1)
     with pytest.raises(ValueError, match="positions"):

@@ -24,8 +24,10 @@ def test_online_softmax_large_scores_and_minus_inf():
 
 
 def test_online_softmax_rejects_bad_input():
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(ValueError, match="x must be a floating-point tensor"):  # a wrong dtype: ValueError
         online_softmax(torch.arange(4))
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        online_softmax([1.0, 2.0])
     with pytest.raises(ValueError, match="block_size"):
         online_softmax(torch.randn(4), 0)
 
