@@ -126,6 +126,11 @@ def require_device(device) -> torch.device | None:
         raise ValueError(f"device must be a torch.device or a name such as 'cpu' or 'cuda', got {device!r}") from None
 
 
+def require_generator(generator) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+
+
 def require_float_dtype(name: str, dtype) -> None:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"{name} must be a floating-point torch.dtype such as torch.float32, got {dtype!r}")
