@@ -166,7 +166,7 @@ KINDS = {
     "generate: negative count": (lambda: generate(LM, torch.tensor([1, 2]), -1), VE, "num_new must be a non-negative integer, got -1"),
     "generate: 2.5 tokens": (lambda: generate(LM, torch.tensor([1, 2]), 2.5), VE, "num_new"),
     "generate: negative temperature": (lambda: generate(LM, torch.tensor([1, 2]), 1, temperature=-1.0), VE, "temperature"),
-    "generate: prompt outside the vocabulary": (lambda: generate(LM, torch.tensor([1, 9]), 1), VE, r"tokens must lie in 0\.\.4"),
+    "generate: prompt outside the vocabulary": (lambda: generate(LM, torch.tensor([1, 9]), 1), VE, r"prompt must lie in 0\.\.4"),
     "CausalLM: tokens outside the vocabulary": (lambda: LM(torch.tensor([[0, 5]])), VE, r"tokens must lie in 0\.\.4 \(vocab_size=5\), got values from 0 to 5"),
     "CausalLM: num_heads 0": (lambda: CausalLM(5, 8, num_heads=0), VE, "num_heads"),
     "CausalLM: d_ff 0": (lambda: CausalLM(5, 8, d_ff=0), VE, "d_ff"),

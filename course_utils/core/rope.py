@@ -22,11 +22,11 @@ from .validation import require_device, require_float_dtype, require_int, requir
 from .validation import require_positive_float, require_tensor
 
 
-def _check_d_base(d: int, base: float) -> None:
+def _check_d_base(d: int, base: float, what: str = "d") -> None:
     require_positive(d=d)
     require_positive_float(base=base)
     if d % 2 != 0:
-        raise ValueError(f"d must be even (features are rotated in pairs), got d={d}")
+        raise ValueError(f"{what} must be even (features are rotated in pairs), got d={d}")
 
 
 def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> Tensor:
@@ -51,7 +51,7 @@ def apply_rope(x: Tensor, offset: int = 0, base: float = 10000.0) -> Tensor:
     require_tensor("x", x, min_ndim=2, floating=True, shape="(..., T, d)")
     require_nonnegative_int(offset=offset)
     T, d = x.shape[-2], x.shape[-1]
-    _check_d_base(d, base)
+    _check_d_base(d, base, "the feature size d of x (..., T, d)")
     work = torch.promote_types(x.dtype, torch.float32)
     angles = rope_angles(torch.arange(offset, offset + T, dtype=work, device=x.device), d, base)  # (T, d/2)
     cos, sin = torch.cos(angles), torch.sin(angles)
@@ -70,12 +70,12 @@ def rope_rotation_matrix(position: int, d: int, base: float = 10000.0, *, dtype:
     device = require_device(device)
     _check_d_base(d, base)
     work = torch.promote_types(dtype, torch.float32)
-    angles = rope_angles(torch.tensor([float(position)], dtype=work, device=device), d, base)[0].to(dtype)
-    R = torch.zeros(d, d, dtype=dtype, device=device)
+    angles = rope_angles(torch.tensor([float(position)], dtype=work, device=device), d, base)[0]  # (d/2,)
+    R = torch.zeros(d, d, dtype=work, device=device)
     idx = torch.arange(0, d, 2, device=device)
     R[idx, idx], R[idx, idx + 1] = torch.cos(angles), -torch.sin(angles)
     R[idx + 1, idx], R[idx + 1, idx + 1] = torch.sin(angles), torch.cos(angles)
-    return R
+    return R.to(dtype)  # cos and sin in float32 at least, cast at the end
 
 
 class RotaryMultiHeadAttention(MultiHeadAttention):

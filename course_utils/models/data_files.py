@@ -22,7 +22,7 @@ def data_path(name: str) -> Path:
     path = DATA_DIR / name
     if not path.is_file():
         found = sorted(p.name for p in DATA_DIR.glob("*")) if DATA_DIR.is_dir() else []
-        raise ValueError(f"no data file {name!r} in {DATA_DIR}; files there: {found}")
+        raise ValueError(f"no data file {name!r} in {DATA_DIR}: name must be one of the files there: {found}")
     return path
 
 

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from ..core.validation import (
-    is_int, require_instance, require_int, require_positive_int, require_same_device_and_dtype, require_tensor, shape_of,
+    is_int, require_device, require_instance, require_int, require_positive_int, require_same_device_and_dtype, require_tensor, shape_of,
 )
 from .seq2seq_data import EOS_ID, PAD_ID, SPECIAL_TOKENS, ReversalData, pad_batch, token_ids
 
@@ -68,7 +68,7 @@ NUM_DAYS = (LAST - FIRST).days + 1
 def full_year(two_digits: int) -> int:
     """The pivot: 50-99 -> 1950-1999, 00-49 -> 2000-2049. Built in notebook 04b."""
     if not is_int(two_digits) or not 0 <= two_digits <= 99:
-        raise ValueError(f"a two-digit year is between 0 and 99, got {two_digits}")
+        raise ValueError(f"two_digits must be a whole number between 0 and 99 (a two-digit year), got {two_digits!r}")
     return 1900 + two_digits if two_digits >= 50 else 2000 + two_digits
 
 
@@ -84,7 +84,7 @@ def render(date: dt.date, form: str) -> tuple[str, dict[str, tuple[int, int]]]:
     if not isinstance(form, str) or form not in FORMS:
         raise ValueError(f"unknown form {form!r}; the forms are {list(FORM_NAMES)}")
     if not FIRST <= date <= LAST:
-        raise ValueError(f"dates run from {FIRST} to {LAST}, got {date}")
+        raise ValueError(f"date must lie between {FIRST} and {LAST} (the task's dates), got {date}")
     values = {
         "weekday": WEEKDAYS[date.weekday()], "wkd": WEEKDAYS[date.weekday()][:3],
         "d": str(date.day), "dd": f"{date.day:02d}", "m": str(date.month), "mm": f"{date.month:02d}",
@@ -135,7 +135,7 @@ def encode(text: str) -> list[int]:
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     unknown = sorted(set(text) - set(CHAR_TO_ID))
     if unknown:
-        raise ValueError(f"characters outside the vocabulary: {unknown}")
+        raise ValueError(f"text has characters outside the vocabulary: {unknown}")
     return [CHAR_TO_ID[c] for c in text]
 
 
@@ -175,6 +175,7 @@ class DateData(ReversalData):
                         self.forms[index], self.spans[index])
 
     def to(self, device: torch.device | str) -> DateData:
+        device = require_device(device)
         return DateData(self.src.to(device), self.tgt.to(device), self.lengths.to(device),
                         self.forms.to(device), self.spans.to(device))
 
@@ -221,7 +222,7 @@ def random_examples(num: int, seed: int, exclude: set[dt.date] | frozenset = fro
         raise ValueError(f"exclude must be a set of datetime.date, got {type(exclude).__name__}")
     if len(exclude) >= NUM_DAYS:
         raise ValueError(f"exclude leaves no date to draw: it holds {len(exclude)} of the {NUM_DAYS} days")
-    rng, out = random.Random(seed), []
+    rng, out = random.Random(int(seed)), []
     while len(out) < num:
         date = FIRST + dt.timedelta(days=rng.randrange(NUM_DAYS))
         if date not in exclude:
@@ -241,7 +242,7 @@ def heldout_examples(num: int = 1000) -> list[DateExample]:
 
 def make_date_data(num_train: int = 8000, num_heldout: int = 1000, seed: int = 0) -> tuple[DateData, DateData]:
     """Training and held-out data; no held-out date occurs in training, in any written form. Used in notebook 04b."""
-    require_positive_int(num_train=num_train)
+    require_positive_int(num_train=num_train, num_heldout=num_heldout)
     heldout = heldout_examples(num_heldout)
     train = random_examples(num_train, seed, exclude={e.date for e in heldout})
     return to_data(train), to_data(heldout)

@@ -163,6 +163,7 @@ def generate_cached(model: CausalLM, prompt: Tensor, num_new: int, temperature: 
     require_tensor("prompt", prompt, integer=True)
     if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
         raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got shape {shape_of(prompt)}")
+    require_index_range("prompt", prompt, 0, model.vocab_size, f" (vocab_size={model.vocab_size})")
     if prompt.shape[-1] + num_new - 1 > model.max_len:
         raise ValueError(f"prompt of {prompt.shape[-1]} + {num_new} new tokens need {prompt.shape[-1] + num_new - 1} "
                          f"positions, more than max_len={model.max_len}")

@@ -126,7 +126,7 @@ class CharVocab:
 
     def __init__(self, text: str) -> None:
         if not isinstance(text, str) or not text:
-            raise ValueError(f"need a non-empty str to build a vocabulary, got {text!r:.40}")
+            raise ValueError(f"text must be a non-empty str to build a vocabulary from, got {text!r:.40}")
         self.chars = sorted(set(text))
         self.index = {c: i for i, c in enumerate(self.chars)}
 
@@ -139,7 +139,7 @@ class CharVocab:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         unknown = sorted(set(text) - set(self.index))
         if unknown:
-            raise ValueError(f"characters not in the vocabulary: {unknown}")
+            raise ValueError(f"text has characters not in the vocabulary: {unknown}")
         return torch.tensor([self.index[c] for c in text], dtype=torch.long)
 
     def decode(self, ids: Tensor) -> str:
@@ -310,6 +310,8 @@ def generate(
     require_tensor("prompt", prompt, integer=True)
     if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
         raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got {shape_of(prompt)}")
+    if is_int(getattr(model, "vocab_size", None)):
+        require_index_range("prompt", prompt, 0, model.vocab_size, f" (vocab_size={model.vocab_size})")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device

@@ -221,8 +221,8 @@ class Seq2SeqWithAttention(_Seq2SeqBase):
         ``keys`` is ``score.W_k(enc_out)`` ``(B, T_in, attn_dim)``; ``mask`` ``(B, 1, T_in)``, True = real token.
         """
         require_module_input(self, s=s, enc_out=enc_out, keys=keys)
-        B, H, d_attn = s.shape[0], self.hidden_dim, self.score.W_q.out_features
-        fits = s.shape == (B, H) and enc_out.dim() == 3 and enc_out.shape[::2] == (B, self.enc_dim)
+        H, d_attn = self.hidden_dim, self.score.W_q.out_features
+        fits = s.dim() == 2 and s.shape[1] == H and enc_out.dim() == 3 and enc_out.shape[::2] == (s.shape[0], self.enc_dim)
         if not fits or keys.shape != (*enc_out.shape[:2], d_attn):
             raise ValueError(f"need s (B, H={H}), enc_out (B, T_in, enc_dim={self.enc_dim}) and keys (B, T_in, "
                              f"attn_dim={d_attn}), got {shape_of(s)}, {shape_of(enc_out)} and {shape_of(keys)}")

@@ -135,11 +135,12 @@ def make_reversal_data(
         require_instance("exclude", exclude, ReversalData)
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-    possible = sum(num_symbols**length for length in range(min_len, max_len + 1))
-    if exclude is not None and len(exclude) >= possible:
-        raise ValueError(f"exclude holds {len(exclude)} sources, as many as there are ({possible}): none is left to draw")
-    rng = random.Random(seed)
     banned = set() if exclude is None else {tuple(s[:n].tolist()) for s, n in zip(exclude.src, exclude.lengths)}
+    drawable = sum(num_symbols**length for length in range(min_len, max_len + 1))
+    symbols = range(len(SPECIAL_TOKENS), len(SPECIAL_TOKENS) + num_symbols)
+    if sum(min_len <= len(b) <= max_len and all(t in symbols for t in b) for b in banned) >= drawable:
+        raise ValueError(f"exclude holds all {drawable} sources these lengths and symbols allow: none is left to draw")
+    rng = random.Random(int(seed))
     sources = []
     while len(sources) < num_sequences:
         length = rng.randint(min_len, max_len)
