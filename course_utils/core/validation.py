@@ -71,11 +71,15 @@ def is_int(value) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
 
 
+def _require_ints(low: int | None, what: str, values: dict) -> None:
+    for name, value in values.items():
+        if not is_int(value) or (low is not None and value < low):
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
 def require_positive_int(**values) -> None:
     """Raise ValueError for any value that is not a positive integer (Python or NumPy; no bool, no float)."""
-    for name, value in values.items():
-        if not is_int(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    _require_ints(1, "a positive integer", values)
 
 
 require_positive = require_positive_int  # the older name, used across the package
@@ -83,16 +87,12 @@ require_positive = require_positive_int  # the older name, used across the packa
 
 def require_int(**values) -> None:
     """Raise ValueError for any value that is not a whole number (Python or NumPy integer, any sign; no bool)."""
-    for name, value in values.items():
-        if not is_int(value):
-            raise ValueError(f"{name} must be an integer, got {value!r}")
+    _require_ints(None, "an integer", values)
 
 
 def require_nonnegative_int(**values) -> None:
     """Raise ValueError for any value that is not an integer >= 0 (Python or NumPy; no bool, no float)."""
-    for name, value in values.items():
-        if not is_int(value) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    _require_ints(0, "a non-negative integer", values)
 
 
 def require_positive_float(allow_zero: bool = False, **values) -> None:

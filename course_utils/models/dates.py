@@ -169,12 +169,14 @@ class DateData(ReversalData):
     spans: Tensor = None
 
     def subset(self, index: Tensor) -> DateData:
+        """The examples at ``index`` ``(k,)``, sources trimmed to the longest of them, targets whole."""
         index = self._check_index(index)
         t_in = int(self.lengths[index].max())
         return DateData(self.src[index, :t_in], self.tgt[index], self.lengths[index],
                         self.forms[index], self.spans[index])
 
     def to(self, device: torch.device | str) -> DateData:
+        """The same data on ``device``."""
         device = require_device(device)
         return DateData(self.src.to(device), self.tgt.to(device), self.lengths.to(device),
                         self.forms.to(device), self.spans.to(device))

@@ -86,7 +86,10 @@ class ReversalData:
 
 
 def token_ids(name: str, ids, vocab_size: int | None = None) -> list[int]:
-    """``ids`` (a 1-D integer tensor or an iterable of integers) as a list of ints, each in ``0 .. vocab_size - 1``."""
+    """``ids`` (a 1-D integer tensor or an iterable of integers) as a list of ints, each in ``0 .. vocab_size - 1``.
+
+    The check behind ``to_tokens``, ``pad_batch``, ``reversal_target`` and the dates' ``decode``; no notebook builds it.
+    """
     if isinstance(ids, Tensor):
         require_tensor(name, ids, ndim=1, integer=True, shape="(n,)")
         ids = ids.tolist()
