@@ -228,3 +228,71 @@ def test_scoring_modules_check_feature_sizes():
         AdditiveScore(4, 4, 8)(torch.randn(2, 4), torch.randn(5, 3))
     with pytest.raises(ValueError, match=r"Q must have shape"):
         MultiplicativeScore(4, 3)(torch.randn(2, 5), torch.randn(5, 3))
+
+
+# --- the softmax written over the scores (no autograd), and the gradient path (issue 26) -----------------
+
+
+def test_no_grad_and_grad_paths_give_the_same_weights_and_gradients_match_torch():
+    g = torch.Generator().manual_seed(26)
+    Q, K, V = (torch.randn(2, 3, 6, 5, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = torch.rand(6, 6, generator=g) > 0.3
+    mask[2] = False  # a fully masked row: zeros on both paths
+    plain_out, plain_w = scaled_dot_product_attention(Q, K, V, mask)  # no input needs a gradient: in place
+    leaves = [t.clone().requires_grad_() for t in (Q, K, V)]
+    out, w = scaled_dot_product_attention(*leaves, mask)
+    assert torch.equal(out.detach(), plain_out) and torch.equal(w.detach(), plain_w)
+    assert torch.equal(plain_w[..., 2, :], torch.zeros_like(plain_w[..., 2, :]))
+    torch_leaves = [t.clone().requires_grad_() for t in (Q, K, V)]
+    want = F.scaled_dot_product_attention(*torch_leaves, attn_mask=mask).nan_to_num(0.0)
+    upstream = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    grads = torch.autograd.grad((out * upstream).sum(), leaves)
+    want_grads = torch.autograd.grad((want * upstream).sum(), torch_leaves)
+    assert all(torch.allclose(a, b, atol=1e-10) for a, b in zip(grads, want_grads))
+    with torch.no_grad():
+        assert torch.equal(scaled_dot_product_attention(*leaves, mask)[1], plain_w)
+
+
+def test_attention_never_changes_its_inputs():
+    g = torch.Generator().manual_seed(3)
+    Q, K, V = (torch.randn(1, 4, 8, generator=g) for _ in range(3))
+    mask = torch.tensor([1, 1, 0, 1], dtype=torch.int64)
+    copies = [t.clone() for t in (Q, K, V, mask)]
+    scaled_dot_product_attention(Q, K, V, mask)
+    assert all(torch.equal(a, b) for a, b in zip((Q, K, V, mask), copies))
+
+
+# --- grouped-query attention (notebook 15) ----------------------------------------------------------------
+
+from course_utils.core.attention import grouped_query_attention  # noqa: E402
+
+
+@pytest.mark.parametrize("h, h_kv, n, m", [(8, 2, 5, 7), (4, 1, 6, 6), (3, 3, 4, 9), (6, 2, 1, 5)])
+def test_grouped_query_attention_equals_torch_enable_gqa(h, h_kv, n, m):
+    g = torch.Generator().manual_seed(h * 10 + h_kv)
+    Q = torch.randn(2, h, n, 8, generator=g, dtype=torch.float64)
+    K, V = torch.randn(2, h_kv, m, 8, generator=g, dtype=torch.float64), torch.randn(2, h_kv, m, 3, generator=g, dtype=torch.float64)
+    out, weights = grouped_query_attention(Q, K, V)
+    assert out.shape == (2, h, n, 3) and weights.shape == (2, h, n, m)
+    assert torch.allclose(out, F.scaled_dot_product_attention(Q, K, V, enable_gqa=True), atol=1e-12)
+    mask = torch.rand(2, 1, n, m, generator=g) > 0.4
+    mask[..., 0] = True
+    want = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, enable_gqa=True)
+    assert torch.allclose(grouped_query_attention(Q, K, V, mask)[0], want, atol=1e-12)
+    # each key/value head j serves query heads j*g .. j*g + g - 1: one of them alone gives the same rows
+    group = h // h_kv
+    for head in range(h):
+        alone, _ = scaled_dot_product_attention(Q[:, head], K[:, head // group], V[:, head // group])
+        assert torch.allclose(out[:, head], alone, atol=1e-12)
+
+
+def test_grouped_query_attention_refuses_heads_that_do_not_divide():
+    Q, K = torch.randn(1, 6, 3, 4), torch.randn(1, 4, 3, 4)
+    with pytest.raises(ValueError, match=r"multiple.*Q \(1, 6, 3, 4\) \(h=6\), K \(1, 4, 3, 4\)"):
+        grouped_query_attention(Q, K, K)
+    with pytest.raises(ValueError, match="same number h_kv"):
+        grouped_query_attention(Q, torch.randn(1, 2, 3, 4), torch.randn(1, 3, 3, 4))
+    with pytest.raises(ValueError, match=r"K must have 4 dimension\(s\) \(B, heads, length, features\)"):
+        grouped_query_attention(Q, torch.randn(2, 3, 4), torch.randn(1, 2, 3, 4))
+    with pytest.raises(TypeError, match="V must be a torch.Tensor"):
+        grouped_query_attention(Q, torch.randn(1, 2, 3, 4), None)

@@ -21,13 +21,20 @@ from course_utils.core.positions import (
     SinusoidalPositionalEncoding,
     sinusoidal_positional_encoding,
 )
+from course_utils.core.multihead import to_torch_multihead
+from course_utils.core.rope import RotaryMultiHeadAttention, apply_rope
 from course_utils.core.scores import AdditiveScore, MultiplicativeScore, dot_scores
+from course_utils.core.tiled_attention import tiled_attention
+from course_utils.core.transformer import to_torch_encoder_layer
 from course_utils.core.sparse import sparsemax, topk_softmax
 from course_utils.core.transformer import PositionwiseFeedForward, TransformerBlock
 from course_utils.helpers.plotting import plot_attention
 from course_utils.helpers.timing import tensor_bytes, time_calls
 from course_utils.models.data_files import data_path
-from course_utils.models.head_task import HeadsModel, NeighbourCountTask, ablate_heads, evaluate
+from course_utils.models.dates import alignment_accuracy, full_year, random_examples
+from course_utils.models.dates import decode as decode_date
+from course_utils.models.head_task import HeadsModel, NeighbourCountTask, ablate_heads, evaluate, task_loss
+from course_utils.models.kv_cache import KVCache, forward_with_cache, generate_cached
 from course_utils.models.language_model import (
     CausalLM,
     CharVocab,
@@ -63,6 +70,15 @@ TASK = NeighbourCountTask(length=6, num_symbols=3, max_markers=2)
 HEADS = HeadsModel(TASK, d_model=8, num_heads=2, d_hidden=8)
 META_MASK = torch.ones(3, 5, dtype=torch.bool, device="meta")
 MODEL = torch.nn.Linear(2, 2)
+
+
+OTHER_CACHE = forward_with_cache(CausalLM(5, 8, d_model=8, num_heads=2, num_layers=1), torch.tensor([[1, 2]]))[1]
+WIDE_CACHE = forward_with_cache(CausalLM(5, 8, d_model=16, num_heads=2, num_layers=1), torch.tensor([[1, 2]]))[1]
+
+
+def _hand_filled(cache: KVCache) -> KVCache:
+    """The same keys and values with no owner: a cache put together by hand."""
+    return KVCache(cache.keys, cache.values)
 
 
 def _loss(gen):
@@ -166,7 +182,7 @@ KINDS = {
     "generate: negative count": (lambda: generate(LM, torch.tensor([1, 2]), -1), VE, "num_new must be a non-negative integer, got -1"),
     "generate: 2.5 tokens": (lambda: generate(LM, torch.tensor([1, 2]), 2.5), VE, "num_new"),
     "generate: negative temperature": (lambda: generate(LM, torch.tensor([1, 2]), 1, temperature=-1.0), VE, "temperature"),
-    "generate: prompt outside the vocabulary": (lambda: generate(LM, torch.tensor([1, 9]), 1), VE, r"tokens must lie in 0\.\.4"),
+    "generate: prompt outside the vocabulary": (lambda: generate(LM, torch.tensor([1, 9]), 1), VE, r"prompt must lie in 0\.\.4"),
     "CausalLM: tokens outside the vocabulary": (lambda: LM(torch.tensor([[0, 5]])), VE, r"tokens must lie in 0\.\.4 \(vocab_size=5\), got values from 0 to 5"),
     "CausalLM: num_heads 0": (lambda: CausalLM(5, 8, num_heads=0), VE, "num_heads"),
     "CausalLM: d_ff 0": (lambda: CausalLM(5, 8, d_ff=0), VE, "d_ff"),
@@ -198,6 +214,36 @@ KINDS = {
     "time_calls: a list of functions": (lambda: time_calls([lambda: None]), T, "fns must map"),
     "data_path: not a name": (lambda: data_path(3), T, "file name"),
     "plot_attention: text": (lambda: plot_attention("abc"), VE, "numbers"),
+    # --- issue 24: calls that got a raw error or a silent result ---------------------------------------------
+    "tiled_attention: causal='no' (ran as causal)": (lambda: tiled_attention(Q, K, V, causal="no"), VE, r"causal must be True or False, got 'no'"),
+    "tiled_attention: causal=1": (lambda: tiled_attention(Q, K, V, causal=1), VE, "causal must be True or False"),
+    "tiled_attention: query_block_size=0 (taken as None)": (lambda: tiled_attention(Q, K, V, query_block_size=0), VE, "query_block_size must be a positive integer, got 0"),
+    "apply_rope: base 0 (NaN tensors)": (lambda: apply_rope(x8, base=0.0), VE, "base must be a finite number > 0, got 0.0"),
+    "apply_rope: base nan": (lambda: apply_rope(x8, base=float("nan")), VE, "base must be a finite number > 0, got nan"),
+    "apply_rope: base -2": (lambda: apply_rope(x8, base=-2.0), VE, "base"),
+    "RotaryMultiHeadAttention: base 0": (lambda: RotaryMultiHeadAttention(8, 2, base=0), VE, "base"),
+    "forward_with_cache: token id = vocab_size": (lambda: forward_with_cache(LM, torch.tensor([[1, 5]])), VE, r"tokens must lie in 0\.\.4 \(vocab_size=5\), got values from 1 to 5"),
+    "forward_with_cache: negative token id": (lambda: forward_with_cache(LM, torch.tensor([[-1]])), VE, r"tokens must lie in 0\.\.4"),
+    "forward_with_cache: cache from another model": (lambda: forward_with_cache(LM, torch.tensor([[1]]), OTHER_CACHE), VE, "cache was filled by another model"),
+    "forward_with_cache: cache from a wider model": (lambda: forward_with_cache(LM, torch.tensor([[1]]), _hand_filled(WIDE_CACHE)), VE, r"cache does not fit this model"),
+    "forward_with_cache: not a cache": (lambda: forward_with_cache(LM, torch.tensor([[1]]), {"keys": []}), T, "cache must be a KVCache"),
+    "generate_cached: token id outside": (lambda: generate_cached(LM, torch.tensor([1, 7]), 2), VE, r"prompt must lie in 0\.\.4"),
+    "generate_cached: NaN temperature": (lambda: generate_cached(LM, torch.tensor([1, 2]), 2, temperature=float("nan")), VE, "temperature must be a finite number >= 0, got nan"),
+    "generate_cached: negative temperature": (lambda: generate_cached(LM, torch.tensor([1, 2]), 2, temperature=-0.5), VE, "temperature"),
+    "generate: NaN temperature": (lambda: generate(LM, torch.tensor([1, 2]), 2, temperature=float("nan")), VE, "temperature"),
+    "full_year(True) (returned 2001)": (lambda: full_year(True), VE, r"two_digits must be a whole number between 0 and 99 .*got True"),
+    "full_year(2.5)": (lambda: full_year(2.5), VE, "two_digits"),
+    "dates.decode([-1]) (dropped the id)": (lambda: decode_date([-1]), VE, r"ids must hold integer token ids in 0\.\.39, got -1: outside the vocabulary"),
+    "dates.decode([40])": (lambda: decode_date([40]), VE, "outside the vocabulary"),
+    "dates.decode([2.5])": (lambda: decode_date([5, 2.5]), VE, "got 2.5: not an integer"),
+    "random_examples(2.5) (returned 3)": (lambda: random_examples(2.5, seed=0), VE, "num must be a positive integer, got 2.5"),
+    "alignment_accuracy: no spans (divided by zero)": (lambda: alignment_accuracy(torch.rand(2, 11, 5), torch.full((2, 11, 2), -1)), VE, "spans mark no output position with a span"),
+    "alignment_accuracy: no examples": (lambda: alignment_accuracy(torch.rand(0, 11, 5), torch.zeros(0, 11, 2, dtype=torch.long)), VE, "spans"),
+    "to_torch_multihead: a TransformerBlock (AttributeError)": (lambda: to_torch_multihead(TransformerBlock(8, 2, 16)), T, "mha must be a MultiHeadAttention, got course_utils.core.transformer.TransformerBlock"),
+    "to_torch_multihead: torch's own": (lambda: to_torch_multihead(torch.nn.MultiheadAttention(8, 2)), T, "mha must be a MultiHeadAttention"),
+    "to_torch_encoder_layer: a MultiHeadAttention (AttributeError)": (lambda: to_torch_encoder_layer(MultiHeadAttention(8, 2)), T, "block must be a TransformerBlock"),
+    "task_loss: logits of another batch size (inside F.cross_entropy)": (lambda: task_loss(HEADS(TASK.sample(3).tokens)[0], TASK.sample(4)), VE, r"logits\[prev\] \(3, 6, 5\).*batch's prev \(4, 6\)"),
+    "task_loss: not a batch": (lambda: task_loss(HEADS(TASK.sample(3).tokens)[0], TASK.sample(3).tokens), T, "batch must be a ToyBatch"),
 }
 
 

@@ -63,7 +63,9 @@ def test_pivot_and_range():
     assert [D.full_year(y) for y in (0, 49, 50, 99)] == [2000, 2049, 1950, 1999]
     with pytest.raises(ValueError, match="between 0 and 99"):
         D.full_year(100)
-    with pytest.raises(ValueError, match="dates run from"):
+    with pytest.raises(ValueError, match="two_digits must be a whole number"):
+        D.full_year(True)  # issue 24: True == 1 once gave 2001
+    with pytest.raises(ValueError, match="date must lie between 1950-01-01 and 2049-12-31"):
         D.render(dt.date(1949, 12, 31), "dd/mm/yyyy")
     with pytest.raises(ValueError, match="unknown form"):
         D.render(dt.date(2000, 1, 1), "mm/dd/yyyy")

@@ -14,7 +14,10 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from course_utils.core.attention import scaled_dot_product_attention
+from course_utils.core.attention import grouped_query_attention, scaled_dot_product_attention
+from course_utils.core.rope import RotaryMultiHeadAttention, apply_rope, rope_rotation_matrix
+from course_utils.core.tiled_attention import online_softmax, tiled_attention
+from course_utils.models.kv_cache import forward_with_cache, generate_cached
 from course_utils.core.masks import causal_mask, padding_mask
 from course_utils.core.metrics import attention_entropy, mean_attention_distance
 from course_utils.core.multihead import MultiHeadAttention
@@ -79,6 +82,7 @@ def _calls(device: str, dtype: torch.dtype) -> dict:
     mask = causal_mask(5, device=device)
     src, lengths = torch.tensor([[3, 4, 5], [6, 7, 0]], device=device), torch.tensor([3, 2], device=device)
     allowed = torch.tensor([1, 1, 0, 1, 1], device=device).bool()
+    lm = model(CausalLM(4, 8, d_model=8, num_heads=2, num_layers=1)).eval()
     return {
         "scaled_dot_product_attention": (scaled_dot_product_attention, (Q, K, V, mask[:3])),
         "attention with dropout": (scaled_dot_product_attention, (Q, K, V, None, 0.5)),
@@ -105,6 +109,15 @@ def _calls(device: str, dtype: torch.dtype) -> dict:
         "RecallAttention": (model(RecallAttention(4, 3, 8, 4)), (keys, keys % 3, keys[:, 0])),
         "Seq2SeqWithAttention": (model(Seq2SeqWithAttention(VOCAB, 8, 8, 8)), (src, lengths, src)),
         "Seq2SeqNoAttention": (model(Seq2SeqNoAttention(VOCAB, 8, 8)), (src, lengths, src)),
+        "grouped_query_attention": (grouped_query_attention, (rnd(1, 4, 3, 4), rnd(1, 2, 5, 4), rnd(1, 2, 5, 6), mask[:3])),
+        "tiled_attention": (lambda: tiled_attention(Q, K, V, mask[:3], block_size=2, query_block_size=2), ()),
+        "tiled_attention causal": (lambda: tiled_attention(Q, K, V, causal=True, block_size=2), ()),
+        "online_softmax": (online_softmax, (s35, 2)),
+        "apply_rope": (apply_rope, (x, 3)),
+        "rope_rotation_matrix": (lambda: rope_rotation_matrix(5, 4, dtype=dtype, device=device), ()),
+        "RotaryMultiHeadAttention": (model(RotaryMultiHeadAttention(8, 2)), (x, x, x, mask)),
+        "forward_with_cache": (forward_with_cache, (lm, tokens)),
+        "generate_cached": (generate_cached, (lm, tokens[:, :2], 3)),
     }
 
 
@@ -121,7 +134,8 @@ def _outputs(result) -> list[torch.Tensor]:
     return []
 
 
-ON_META = [name for name in _calls("cpu", torch.float32) if not name.startswith("Seq2Seq")]  # packed GRUs need data
+# packed GRUs need data; cached generation picks tokens (argmax) and compares lengths with max_len
+ON_META = [name for name in _calls("cpu", torch.float32) if not name.startswith("Seq2Seq") and name != "generate_cached"]
 
 
 @pytest.mark.parametrize("name", list(_calls("cpu", torch.float32)))

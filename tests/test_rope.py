@@ -58,10 +58,12 @@ def test_rope_keeps_norms_dtype_and_position_zero():
 def test_rope_rejects_bad_input():
     with pytest.raises(ValueError, match="even"):
         apply_rope(torch.randn(3, 5))
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(ValueError, match="x must be a floating-point tensor"):  # a wrong dtype: ValueError
         apply_rope(torch.arange(6).view(3, 2))
-    with pytest.raises(TypeError, match=r"\(\.\.\., T, d\)"):
+    with pytest.raises(ValueError, match=r"\(\.\.\., T, d\)"):
         apply_rope(torch.randn(4))
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        apply_rope([[1.0, 2.0]])
     with pytest.raises(ValueError, match="offset"):
         apply_rope(torch.randn(3, 4), offset=-1)
     with pytest.raises(ValueError, match="positions"):
@@ -104,3 +106,63 @@ def test_quiz_17_angle():
     q = next(q for q in bank if "d = 8" in q["prompt"])
     assert "1 radian" in q["options"][q["answer"]]
     assert rope_angles(torch.tensor([10.0], dtype=torch.float64), 8)[0, 1].item() == pytest.approx(1.0)
+
+
+# --- issue 24: low-precision inputs and bad bases ------------------------------------------------
+
+
+def rope_float64(x: torch.Tensor, offset: int, base: float = 10000.0) -> torch.Tensor:
+    """Oracle: the rotation of x (taken exactly, in float64) with angles from math.cos / math.sin per position."""
+    x = x.double()
+    T, d = x.shape[-2], x.shape[-1]
+    out = torch.empty_like(x)
+    for t in range(T):
+        for i in range(d // 2):
+            a = (offset + t) * base ** (-2 * i / d)
+            c, s = math.cos(a), math.sin(a)
+            out[..., t, 2 * i] = x[..., t, 2 * i] * c - x[..., t, 2 * i + 1] * s
+            out[..., t, 2 * i + 1] = x[..., t, 2 * i] * s + x[..., t, 2 * i + 1] * c
+    return out
+
+
+@pytest.mark.parametrize("dtype, atol", [(torch.float16, 0.01), (torch.bfloat16, 0.05), (torch.float32, 1e-4)])
+@pytest.mark.parametrize("offset", [0, 1000, 4090, 8180])
+def test_low_precision_rope_matches_a_float64_rotation_up_to_position_8192(dtype, atol, offset):
+    """The angle at position 4096 must not be computed in float16 (off by up to 4.4 before the fix)."""
+    x = torch.randn(2, 12, 16, generator=torch.Generator().manual_seed(offset)).to(dtype)
+    got = apply_rope(x, offset)
+    assert got.dtype == dtype and got.shape == x.shape
+    want = rope_float64(x, offset)  # the input as given (already rounded to dtype), rotated exactly
+    assert (got.double() - want).abs().max().item() < atol * 3  # |x| up to ~3: relative error of dtype
+
+
+def test_rope_angles_in_float32_at_least():
+    positions = torch.tensor([2048.0, 4096.0, 8192.0])  # exact in float16 too
+    assert rope_angles(positions, 8).dtype == torch.float32
+    assert rope_angles(positions.double(), 8).dtype == torch.float64
+    half = rope_angles(positions.half(), 8)
+    assert half.dtype == torch.float32 and torch.allclose(half, rope_angles(positions, 8))
+    assert rope_rotation_matrix(8191, 8, dtype=torch.float16).dtype == torch.float16
+    assert torch.allclose(rope_rotation_matrix(8191, 8, dtype=torch.float16).double(), rotation_by_hand(8191, 8), atol=2e-3)
+
+
+@pytest.mark.parametrize("base", [0, 0.0, -10000.0, float("nan"), float("inf"), True, "10000"])
+def test_rope_refuses_a_base_that_is_not_a_positive_number(base):
+    x = torch.randn(2, 3, 8)
+    for call in (lambda: apply_rope(x, 0, base), lambda: rope_angles(torch.arange(3.0), 8, base),
+                 lambda: rope_rotation_matrix(3, 8, base), lambda: RotaryMultiHeadAttention(16, 2, base)):
+        with pytest.raises(ValueError, match="base must be a finite number > 0"):
+            call()
+
+
+def test_rope_offsets_and_positions_are_whole_numbers():
+    import numpy as np
+
+    x = torch.randn(3, 4)
+    assert torch.equal(apply_rope(x, np.int64(5)), apply_rope(x, 5))  # NumPy integers count as integers
+    for offset in (True, 2.5, -1, "3"):
+        with pytest.raises(ValueError, match="offset must be a non-negative integer"):
+            apply_rope(x, offset)
+    assert torch.allclose(rope_rotation_matrix(-3, 4), rope_rotation_matrix(3, 4).T)
+    with pytest.raises(ValueError, match="position must be an integer"):
+        rope_rotation_matrix(2.5, 4)

@@ -24,8 +24,10 @@ def test_online_softmax_large_scores_and_minus_inf():
 
 
 def test_online_softmax_rejects_bad_input():
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(ValueError, match="x must be a floating-point tensor"):  # a wrong dtype: ValueError
         online_softmax(torch.arange(4))
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        online_softmax([1.0, 2.0])
     with pytest.raises(ValueError, match="block_size"):
         online_softmax(torch.randn(4), 0)
 
@@ -117,6 +119,41 @@ def test_peak_tensor_bytes_counts_live_tensors_and_not_views():
     assert peak_tensor_bytes(lambda: None) == 0
     with pytest.raises(TypeError, match="function"):
         peak_tensor_bytes(3)
+
+
+def test_peak_tensor_bytes_counts_only_what_the_call_allocates():
+    """Issue 24: a view or slice of an input allocates nothing, whatever the input's size."""
+    x = torch.randn(1000, 1000)  # 4 MB made before the call
+    assert peak_tensor_bytes(lambda: x.view(100, 10_000)) == 0
+    assert peak_tensor_bytes(lambda: x[:10]) == 0
+    assert peak_tensor_bytes(lambda: x.t()) == 0
+    assert peak_tensor_bytes(lambda: x[:10].t().view(-1, 10)[:3]) == 0  # views of views
+    assert peak_tensor_bytes(lambda: x[:10] * 2) == 10 * 1000 * 4  # a real allocation: 10 rows of float32
+    assert peak_tensor_bytes(lambda: x[:10].clone()) == 40_000
+    assert peak_tensor_bytes(lambda: x.t().contiguous()) == 4_000_000  # a copy, not a view
+    assert peak_tensor_bytes(lambda: x.mul_(1.0)) == 0  # in place: no new storage
+    out = torch.empty(10, 1000)
+    assert peak_tensor_bytes(lambda: torch.mul(x[:10], 2, out=out)) == 0  # written into a tensor that exists
+
+    def sliced_inside():
+        y = x[:100] + 1  # 400 kB, counted once
+        return y[:5], y.view(-1), y.t()  # views of what the call made: not counted again
+
+    assert peak_tensor_bytes(sliced_inside) == 400_000
+
+
+def test_tiled_attention_counts_its_blocks_not_its_inputs():
+    """K and V are only sliced: the peak is the same whether they are views into a 100x larger buffer or not."""
+    B, h, T, d = 1, 2, 256, 16
+    g = torch.Generator().manual_seed(0)
+    Q, K, V = (torch.randn(B, h, T, d, generator=g) for _ in range(3))
+    big = torch.randn(2, B, h, 100 * T, d, generator=g)
+    big[0, :, :, :T], big[1, :, :, :T] = K, V
+    K_view, V_view = big[0, :, :, :T], big[1, :, :, :T]  # the same numbers, in a 6.5 MB storage
+    alone = peak_tensor_bytes(lambda: tiled_attention(Q, K, V, block_size=64))
+    assert peak_tensor_bytes(lambda: tiled_attention(Q, K_view, V_view, block_size=64)) == alone
+    assert alone < big.nbytes / 10
+    assert peak_tensor_bytes(lambda: (K[..., :64, :], V[..., 64:, :])) == 0
 
 
 def test_tiled_attention_holds_far_less_than_the_score_matrix():

@@ -1,4 +1,4 @@
-"""Multi-head attention: h scaled dot-product attentions side by side."""
+"""Multi-head attention: h scaled dot-product attentions side by side. Built in notebook 03."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import torch
 from torch import Tensor, nn
 
 from .attention import scaled_dot_product_attention
-from .validation import (require_module_input, require_positive, require_positive_int, require_probability,
-                         require_tensor, shape_of)
+from .validation import (require_instance, require_module_input, require_positive, require_positive_int,
+                         require_probability, require_tensor, shape_of)
 
 
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
@@ -38,7 +38,7 @@ class MultiHeadAttention(nn.Module):
     ``(B, n, m)`` or ``padding_mask``'s ``(B, 1, m)`` is shared by all heads.
     Self-attention: ``mha(x, x, x)``; cross-attention: ``mha(decoder, encoder, encoder)``.
     The returned weights are the ones applied to the values: in training mode with dropout,
-    the weights after dropout (rows no longer sum to 1).
+    the weights after dropout (rows no longer sum to 1). Built in notebook 03.
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0) -> None:
@@ -46,10 +46,8 @@ class MultiHeadAttention(nn.Module):
         require_positive(d_model=d_model, num_heads=num_heads)
         require_probability("dropout", dropout)
         if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model must be divisible by num_heads, got d_model={d_model}, num_heads={num_heads} "
-                f"({d_model} / {num_heads} = {d_model / num_heads:g} features per head)"
-            )
+            raise ValueError(f"d_model must be divisible by num_heads, got d_model={d_model}, num_heads={num_heads} "
+                             f"({d_model} / {num_heads} = {d_model / num_heads:g} features per head)")
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads
@@ -61,11 +59,17 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: Tensor) -> Tensor:
         """``(B, T, d_model) -> (B, h, T, d_k)``."""
+        require_tensor("x", x, ndim=3, shape=f"(B, T, d_model={self.d_model})")
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (B, T, d_model={self.d_model}), got shape {shape_of(x)}")
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.d_k).transpose(1, 2)
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """``(B, h, T, d_k) -> (B, T, d_model)``, the inverse of ``split_heads``."""
+        require_tensor("x", x, ndim=4, shape=f"(B, h={self.num_heads}, T, d_k={self.d_k})")
+        if x.shape[1] != self.num_heads or x.shape[3] != self.d_k:
+            raise ValueError(f"x must have shape (B, h={self.num_heads}, T, d_k={self.d_k}), got shape {shape_of(x)}")
         B, _, T, _ = x.shape
         return x.transpose(1, 2).reshape(B, T, self.d_model)
 
@@ -75,14 +79,11 @@ class MultiHeadAttention(nn.Module):
             if t.dim() != 3 or t.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have shape (B, length, {self.d_model}), got shape {shape_of(t)}")
         if key.shape[1] != value.shape[1]:
-            raise ValueError(
-                f"key and value must have the same length m: key has shape {shape_of(key)}, value has shape {shape_of(value)}"
-            )
+            raise ValueError(f"key and value must have the same length m: key has shape {shape_of(key)}, "
+                             f"value has shape {shape_of(value)}")
         if not query.shape[0] == key.shape[0] == value.shape[0]:
-            raise ValueError(
-                f"query, key and value must have the same batch size B, got shapes "
-                f"{shape_of(query)}, {shape_of(key)}, {shape_of(value)}"
-            )
+            raise ValueError(f"query, key and value must have the same batch size B, got shapes "
+                             f"{shape_of(query)}, {shape_of(key)}, {shape_of(value)}")
 
     def forward(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
@@ -101,8 +102,9 @@ class MultiHeadAttention(nn.Module):
 def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     """A ``torch.nn.MultiheadAttention(batch_first=True)`` holding copies of ``mha``'s weights and dropout.
 
-    Remember its mask convention is the opposite of ours: pass ``attn_mask=~mask``.
+    Remember its mask convention is the opposite of ours: pass ``attn_mask=~mask``. Built in notebook 03.
     """
+    require_instance("mha", mha, MultiHeadAttention)
     torch_mha = nn.MultiheadAttention(mha.d_model, mha.num_heads, dropout=mha.dropout, batch_first=True)
     torch_mha = torch_mha.to(device=mha.W_q.weight.device, dtype=mha.W_q.weight.dtype)
     with torch.no_grad():

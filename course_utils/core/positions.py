@@ -1,4 +1,4 @@
-"""Positions: the fixed sinusoidal encodings and learned position embeddings.
+"""Positions: the fixed sinusoidal encodings and learned position embeddings. Built in notebook 09.
 
 Shapes: ``B`` batch, ``T`` sequence length, ``d_model`` features per token.
 """
@@ -8,7 +8,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .validation import check_sequence, require_module_input, require_positive, require_positive_float
+from .validation import (
+    check_sequence, require_device, require_float_dtype, require_module_input, require_positive, require_positive_float,
+)
 
 
 def sinusoidal_positional_encoding(
@@ -30,11 +32,11 @@ def sinusoidal_positional_encoding(
 
     Returns:
         ``(num_positions, d_model)`` in ``dtype`` on ``device``. ``d_model`` must be even
-        (sin and cos come in pairs); ``base`` must be a finite number > 0.
+        (sin and cos come in pairs); ``base`` must be a finite number > 0. Built in notebook 09.
     """
     _check_sizes(d_model, base, num_positions=num_positions)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    require_float_dtype("dtype", dtype)
+    device = require_device(device)
     work = torch.promote_types(dtype, torch.float32)  # float32 for float16 and bfloat16
     positions = torch.arange(num_positions, dtype=work, device=device).unsqueeze(1)  # (P, 1)
     i = torch.arange(d_model // 2, dtype=work, device=device)  # (d_model/2,)
@@ -54,7 +56,7 @@ def _check_sizes(d_model: int, base: float, **sizes: int) -> None:
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal encodings: ``forward(x (B, T, d_model)) -> x + PE[:T]``.
 
-    No parameters; works for any length T.
+    No parameters; works for any length T. Built in notebook 09.
     """
 
     def __init__(self, d_model: int, base: float = 10000.0) -> None:
@@ -72,7 +74,7 @@ class LearnedPositionalEmbedding(nn.Module):
     """Adds one learned vector per position: ``forward(x (B, T, d_model)) -> x + table[:T]``.
 
     ``table`` is an ``nn.Embedding(max_len, d_model)`` (``max_len * d_model`` parameters);
-    sequences longer than ``max_len`` raise ValueError: there is no row for their positions.
+    sequences longer than ``max_len`` raise ValueError: there is no row for their positions. Built in notebook 09.
     """
 
     def __init__(self, max_len: int, d_model: int) -> None:

@@ -5,6 +5,8 @@ rotated by the angle ``p * w_i`` with ``w_i = base ** (-2i / d)``, the frequenci
 sinusoidal encoding. Rotations compose: ``R(p)^T R(q) = R(q - p)``, so the score
 ``rope(q, p) . rope(k, p')`` depends on the positions only through the offset ``p' - p``.
 (Some libraries pair feature ``i`` with ``i + d/2`` instead; the property is the same.)
+Angles, cos and sin are computed in float32 at least and the result cast at the end: in float16
+the position 4096 itself is not even representable exactly. Built in notebook 17.
 
 Shapes: ``T`` positions, ``d`` features (even), ``...`` any leading dimensions such as ``(B, h)``.
 """
@@ -16,69 +18,85 @@ from torch import Tensor
 
 from .attention import scaled_dot_product_attention
 from .multihead import MultiHeadAttention
-from .validation import require_positive, shape_of
+from .validation import require_device, require_float_dtype, require_int, require_nonnegative_int, require_positive
+from .validation import require_positive_float, require_tensor
+
+
+def _check_d_base(d: int, base: float, what: str = "d") -> None:
+    require_positive(d=d)
+    require_positive_float(base=base)
+    if d % 2 != 0:
+        raise ValueError(f"{what} must be even (features are rotated in pairs), got d={d}")
 
 
 def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> Tensor:
-    """Rotation angles ``positions[t] * base ** (-2i / d)``: ``(T,)`` positions -> ``(T, d/2)``, in ``positions``' dtype."""
-    require_positive(d=d)
-    if d % 2 != 0:
-        raise ValueError(f"d must be even (features are rotated in pairs), got d={d}")
-    if positions.dim() != 1 or not positions.is_floating_point():
-        raise ValueError(f"positions must be a floating-point tensor of shape (T,), got {positions.dtype} {shape_of(positions)}")
-    i = torch.arange(d // 2, dtype=positions.dtype, device=positions.device)
-    return positions[:, None] * base ** (-2 * i / d)
+    """Rotation angles ``positions[t] * base ** (-2i / d)``: ``(T,)`` floating positions -> ``(T, d/2)``.
+
+    Computed in float32 at least (float64 for float64 positions). Built in notebook 17.
+    """
+    require_tensor("positions", positions, ndim=1, floating=True, shape="(T,)")
+    _check_d_base(d, base)
+    work = torch.promote_types(positions.dtype, torch.float32)
+    i = torch.arange(d // 2, dtype=work, device=positions.device)
+    return positions.to(work)[:, None] * float(base) ** (-2 * i / d)
 
 
 def apply_rope(x: Tensor, offset: int = 0, base: float = 10000.0) -> Tensor:
-    """Rotate ``x (..., T, d)``: row ``t`` sits at position ``offset + t``; returns a new tensor of the same shape.
+    """Rotate ``x (..., T, d)``: row ``t`` sits at position ``offset + t``; a new tensor of x's shape and dtype.
 
-    Pair ``(a, b) = (x[..., 2i], x[..., 2i+1])`` becomes ``(a cos - b sin, a sin + b cos)``.
-    ``offset`` lets a KV cache rotate new tokens at their true positions.
+    Pair ``(a, b) = (x[..., 2i], x[..., 2i+1])`` becomes ``(a cos - b sin, a sin + b cos)``, with
+    cos and sin in float32 at least. ``offset`` lets a KV cache rotate new tokens at their true
+    positions. Built in notebook 17.
     """
-    if not isinstance(x, Tensor) or not x.is_floating_point() or x.dim() < 2:
-        raise TypeError(f"x must be a floating-point tensor of shape (..., T, d), got {type(x).__name__} "
-                        f"{shape_of(x) if isinstance(x, Tensor) else ''}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
+    require_tensor("x", x, min_ndim=2, floating=True, shape="(..., T, d)")
+    require_nonnegative_int(offset=offset)
     T, d = x.shape[-2], x.shape[-1]
-    positions = torch.arange(offset, offset + T, device=x.device).to(x.dtype)
-    angles = rope_angles(positions, d, base)  # (T, d/2)
+    _check_d_base(d, base, "the feature size d of x (..., T, d)")
+    work = torch.promote_types(x.dtype, torch.float32)
+    angles = rope_angles(torch.arange(offset, offset + T, dtype=work, device=x.device), d, base)  # (T, d/2)
     cos, sin = torch.cos(angles), torch.sin(angles)
-    a, b = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each
-    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+    a, b = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each; times cos and sin they become float32 at least
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2).to(x.dtype)
 
 
 def rope_rotation_matrix(position: int, d: int, base: float = 10000.0, *, dtype: torch.dtype = torch.float64,
                          device: torch.device | str | None = None) -> Tensor:
-    """The ``(d, d)`` block-diagonal matrix ``R(position)``: ``apply_rope(x)[t] == R(t) @ x[t]``."""
-    angles = rope_angles(torch.tensor([float(position)], dtype=dtype, device=device), d, base)[0]  # (d/2,)
-    R = torch.zeros(d, d, dtype=dtype, device=device)
+    """The ``(d, d)`` block-diagonal matrix ``R(position)``: ``apply_rope(x)[t] == R(t) @ x[t]``. Built in notebook 17.
+
+    ``position`` is a whole number, negative too (``R(-p) = R(p)^T``).
+    """
+    require_int(position=position)
+    require_float_dtype("dtype", dtype)
+    device = require_device(device)
+    _check_d_base(d, base)
+    work = torch.promote_types(dtype, torch.float32)
+    angles = rope_angles(torch.tensor([float(position)], dtype=work, device=device), d, base)[0]  # (d/2,)
+    R = torch.zeros(d, d, dtype=work, device=device)
     idx = torch.arange(0, d, 2, device=device)
     R[idx, idx], R[idx, idx + 1] = torch.cos(angles), -torch.sin(angles)
     R[idx + 1, idx], R[idx + 1, idx + 1] = torch.sin(angles), torch.cos(angles)
-    return R
+    return R.to(dtype)  # cos and sin in float32 at least, cast at the end
 
 
 class RotaryMultiHeadAttention(MultiHeadAttention):
     """``MultiHeadAttention`` whose queries and keys are rotated per head (``apply_rope``) after projection.
 
     Queries sit at positions ``0..n-1``, keys at ``0..m-1``. Same parameters, same ``forward``
-    signature and outputs as ``MultiHeadAttention``; values are not rotated.
+    signature and outputs as ``MultiHeadAttention``; values are not rotated. Built in notebook 17.
     """
 
     def __init__(self, d_model: int, num_heads: int, base: float = 10000.0) -> None:
         super().__init__(d_model, num_heads)
+        require_positive_float(base=base)
         if self.d_k % 2 != 0:
             raise ValueError(f"d_model / num_heads = d_k must be even for RoPE, got d_k={self.d_k}")
         self.base = base
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         self._check_inputs(query, key, value)
-        if mask is not None and mask.dim() == 3:
+        if isinstance(mask, Tensor) and mask.dim() == 3:
             mask = mask.unsqueeze(1)
         Q = apply_rope(self.split_heads(self.W_q(query)), base=self.base)  # (B, h, n, d_k)
         K = apply_rope(self.split_heads(self.W_k(key)), base=self.base)  # (B, h, m, d_k)
         heads, weights = scaled_dot_product_attention(Q, K, self.split_heads(self.W_v(value)), mask)
         return self.W_o(self.merge_heads(heads)), weights
-

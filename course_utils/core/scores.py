@@ -1,6 +1,6 @@
 """Scoring functions: ``score(q, k)`` for every query/key pair, ``(..., n, m)``.
 
-Dot, scaled dot, additive (Bahdanau) and multiplicative (Luong "general").
+Dot, scaled dot, additive (Bahdanau) and multiplicative (Luong "general"). Built in notebook 04.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from .validation import require_module_input, require_positive, shape_of
 
 
 def dot_scores(Q: Tensor, K: Tensor) -> Tensor:
-    """Dot-product scores ``q . k`` for ``Q (..., n, d)``, ``K (..., m, d)`` -> ``(..., n, m)``."""
+    """Dot-product scores ``q . k`` for ``Q (..., n, d)``, ``K (..., m, d)`` -> ``(..., n, m)``. Built in notebook 04."""
     check_qkv(Q, K)
     return Q @ K.transpose(-2, -1)
 
 
 def scaled_dot_scores(Q: Tensor, K: Tensor) -> Tensor:
-    """Scaled dot-product scores ``q . k / sqrt(d)`` -> ``(..., n, m)``."""
+    """Scaled dot-product scores ``q . k / sqrt(d)`` -> ``(..., n, m)``. Built in notebook 04."""
     return dot_scores(Q, K) / math.sqrt(Q.shape[-1])
 
 
@@ -47,7 +47,7 @@ class AdditiveScore(nn.Module):
         d_key: size of a key vector (``h_i``, an encoder state).
         d_hidden: size of the tanh layer.
 
-    ``forward(Q (..., n, d_query), K (..., m, d_key)) -> (..., n, m)``.
+    ``forward(Q (..., n, d_query), K (..., m, d_key)) -> (..., n, m)``. Built in notebook 04.
     """
 
     def __init__(self, d_query: int, d_key: int, d_hidden: int) -> None:
@@ -68,6 +68,7 @@ class MultiplicativeScore(nn.Module):
     """Multiplicative (Luong "general") score ``q^T W k``.
 
     ``forward(Q (..., n, d_query), K (..., m, d_key)) -> (..., n, m)``; ``W`` is ``(d_query, d_key)``.
+    Built in notebook 04.
     """
 
     def __init__(self, d_query: int, d_key: int) -> None:

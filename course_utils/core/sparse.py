@@ -15,20 +15,16 @@ whose keys are all masked gets zero weights, never NaN.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import torch
 from torch import Tensor
 
 from .masks import check_mask
-from .validation import require_tensor
+from .validation import is_int, require_tensor
 
 
 def _check_scores(scores: Tensor) -> None:
-    require_tensor("scores", scores)
-    if not scores.dtype.is_floating_point:
-        raise ValueError(f"scores must be a floating-point tensor (..., m), got {scores.dtype}")
-    if scores.dim() < 1 or scores.shape[-1] == 0:
+    require_tensor("scores", scores, min_ndim=1, floating=True, shape="(..., m)")
+    if scores.shape[-1] == 0:
         raise ValueError(f"scores must have shape (..., m) with m >= 1 keys, got shape {tuple(scores.shape)}")
 
 
@@ -71,7 +67,7 @@ def sparsemax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     Returns:
         weights ``(..., m)``: ``max(scores - tau, 0)``, with one threshold ``tau``
         per row chosen so that each row sums to 1. Keys scoring at or below ``tau``
-        get exactly 0, and exactly 0 gradient; a fully masked row gets all zeros.
+        get exactly 0, and exactly 0 gradient; a fully masked row gets all zeros. Built in notebook 10.
     """
     _check_scores(scores)
     if mask is None:
@@ -100,11 +96,11 @@ def topk_softmax(scores: Tensor, k: int, mask: Tensor | None = None) -> Tensor:
 
     Returns:
         weights ``(..., m)``, each row summing to 1 (0 for a fully masked row).
-        The gradient to a dropped key's score is exactly 0.
+        The gradient to a dropped key's score is exactly 0. Built in notebook 10.
     """
     _check_scores(scores)
     m = scores.shape[-1]
-    if not isinstance(k, Integral) or isinstance(k, bool) or not 1 <= k <= m:
+    if not is_int(k) or not 1 <= k <= m:
         raise ValueError(f"k must be an integer with 1 <= k <= m = {m} (scores shape {tuple(scores.shape)}), got {k!r}")
     if mask is not None:
         mask = check_mask(mask, scores.shape, device=scores.device)

@@ -7,7 +7,7 @@ with a running weighted sum of values, so it never holds the ``n x m`` score mat
 ``n x block_size`` scores at a time. Both give the ordinary results to float tolerance.
 
 Shapes: ``n`` queries, ``m`` keys, ``d_k`` / ``d_v`` features; ``...`` any leading dimensions.
-Mask convention as everywhere in the project: **True = may attend**.
+Mask convention as everywhere in the project: **True = may attend**. Built in notebook 16.
 """
 
 from __future__ import annotations
@@ -19,17 +19,16 @@ from torch import Tensor
 
 from .attention import check_qkv
 from .masks import check_mask
-from .validation import require_positive
+from .validation import require_bool, require_positive, require_tensor
 
 
 def online_softmax(x: Tensor, block_size: int = 1) -> Tensor:
     """``softmax(x, dim=-1)`` whose maximum and normaliser are found in one pass over blocks of the last axis.
 
     ``x (..., m)`` floating point; returns the same shape. ``-inf`` entries get weight 0; a row
-    that is ``-inf`` everywhere gives zeros (not NaN).
+    that is ``-inf`` everywhere gives zeros (not NaN). Built in notebook 16.
     """
-    if not isinstance(x, Tensor) or not x.is_floating_point() or x.dim() < 1:
-        raise TypeError(f"x must be a floating-point tensor (..., m), got {type(x).__name__} {getattr(x, 'shape', '')}")
+    require_tensor("x", x, min_ndim=1, floating=True, shape="(..., m)")
     require_positive(block_size=block_size)
     m = torch.full(x.shape[:-1], -math.inf, dtype=x.dtype, device=x.device)  # running maximum
     l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)  # running sum of exp(x - m)
@@ -56,25 +55,25 @@ def tiled_attention(
             ``F.scaled_dot_product_attention(..., is_causal=True)``); key blocks wholly in a
             query block's future are skipped.
         block_size: keys per block; the largest scores tensor is ``(..., query block, block_size)``.
-        query_block_size: queries per block (default: all ``n`` at once).
+        query_block_size: queries per block (default None: all ``n`` at once).
 
     Returns:
         ``(..., n, d_v)``; a query with no key to attend to gets zeros, as in ``scaled_dot_product_attention``.
+    Built in notebook 16.
     """
     check_qkv(Q, K, V)
-    if not (Q.is_floating_point() and Q.dtype == K.dtype == V.dtype and Q.device == K.device == V.device):
-        raise TypeError(f"Q, K, V must share one floating dtype and device, got {Q.dtype}/{Q.device}, "
-                        f"{K.dtype}/{K.device}, {V.dtype}/{V.device}")
+    require_bool(causal=causal)
     n, m = Q.shape[-2], K.shape[-2]
-    require_positive(block_size=block_size, query_block_size=query_block_size or n)
+    query_block_size = n if query_block_size is None else query_block_size
+    require_positive(block_size=block_size, query_block_size=query_block_size)
     lead = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     if mask is not None:  # a view of shape (..., n, m), so that blocks can be sliced out of it
-        mask = check_mask(mask, torch.Size((*lead, n, m))).to(Q.device)
+        mask = check_mask(mask, torch.Size((*lead, n, m)), device=Q.device)
         mask = mask.expand(*mask.shape[:-2], n, m)
     Q = Q / math.sqrt(Q.shape[-1])
     out = []
-    for q0 in range(0, n, query_block_size or n):
-        q = Q[..., q0 : q0 + (query_block_size or n), :]  # (..., nq, d_k)
+    for q0 in range(0, n, query_block_size):
+        q = Q[..., q0 : q0 + query_block_size, :]  # (..., nq, d_k)
         last = q0 + q.shape[-2] - 1  # the last query of this block
         rows = torch.arange(q0, last + 1, device=Q.device)[:, None]
         m_run = torch.full((*lead, q.shape[-2]), -math.inf, dtype=Q.dtype, device=Q.device)

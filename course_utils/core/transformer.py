@@ -3,7 +3,7 @@
 Shapes: ``B`` batch, ``T`` sequence length, ``d_model`` features per token, ``d_ff``
 hidden size of the feed-forward network, ``h`` heads.
 
-Mask convention as everywhere in the project: **True = may attend**.
+Mask convention as everywhere in the project: **True = may attend**. Built in notebook 09b.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import torch
 from torch import Tensor, nn
 
 from .multihead import MultiHeadAttention, to_torch_multihead
-from .validation import check_sequence, require_module_input, require_positive, shape_of
+from .validation import check_sequence, require_bool, require_instance, require_module_input, require_positive, shape_of
 
 
 class PositionwiseFeedForward(nn.Module):
     """``FFN(x) = max(0, x W_1 + b_1) W_2 + b_2``, the same two-layer MLP at every position.
 
-    ``(B, T, d_model) -> (B, T, d_model)`` through a hidden layer of ``d_ff`` units.
+    ``(B, T, d_model) -> (B, T, d_model)`` through a hidden layer of ``d_ff`` units. Built in notebook 09b.
     """
 
     def __init__(self, d_model: int, d_ff: int) -> None:
@@ -29,7 +29,7 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         require_module_input(self, x=x)
-        if x.dim() < 1 or x.shape[-1] != self.linear1.in_features:
+        if x.dim() < 1 or x.shape[-1] != self.linear1.in_features:  # any leading dimensions
             raise ValueError(f"x must have shape (..., {self.linear1.in_features}), got shape {shape_of(x)}")
         return self.linear2(torch.relu(self.linear1(x)))
 
@@ -50,15 +50,14 @@ class TransformerBlock(nn.Module):
 
     ``forward(x (B, T, d_model), mask=None)`` returns ``out (B, T, d_model)`` and the
     attention ``weights (B, h, T, T)``; ``mask`` (True = may attend) is passed to
-    ``MultiHeadAttention``, e.g. ``causal_mask(T)`` or ``padding_mask(tokens, pad)``.
+    ``MultiHeadAttention``, e.g. ``causal_mask(T)`` or ``padding_mask(tokens, pad)``. Built in notebook 09b.
     """
 
     def __init__(
         self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False, dropout: float = 0.0
     ) -> None:
         super().__init__()
-        if not isinstance(norm_first, bool):
-            raise ValueError(f"norm_first must be True or False, got {norm_first!r}")
+        require_bool(norm_first=norm_first)
         self.d_model, self.num_heads, self.d_ff, self.norm_first = d_model, num_heads, d_ff, norm_first
         self.attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.norm1 = nn.LayerNorm(d_model)
@@ -67,6 +66,7 @@ class TransformerBlock(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         check_sequence(x, self.d_model)
+        require_module_input(self, x=x)
         if self.norm_first:
             h = self.norm1(x)
             attended, weights = self.attn(h, h, h, mask)
@@ -82,8 +82,9 @@ def to_torch_encoder_layer(block: TransformerBlock) -> nn.TransformerEncoderLaye
 
     Its attention dropout is set to the block's (no dropout elsewhere, as in the block).
 
-    Its mask convention is the opposite of ours: pass ``src_mask=~mask``.
+    Its mask convention is the opposite of ours: pass ``src_mask=~mask``. Built in notebook 09b.
     """
+    require_instance("block", block, TransformerBlock)
     weight = block.norm1.weight
     layer = nn.TransformerEncoderLayer(
         block.d_model, block.num_heads, block.d_ff, dropout=0.0, activation="relu",

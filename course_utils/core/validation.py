@@ -4,6 +4,7 @@ One rule: something that is not a tensor where a tensor is needed (a NumPy array
 raises TypeError; every other bad input (shape, dtype, device, size, value) raises ValueError.
 Counts accept Python and NumPy integers, never bools or floats (2.5 is not silently truncated).
 Checks that must read a tensor's values (token ids in range) are skipped on the ``meta`` device.
+Every message names the argument. No notebook builds these: they serve the ones that do.
 """
 
 from __future__ import annotations
@@ -24,22 +25,21 @@ def describe(t: Tensor) -> str:
     return f"shape {shape_of(t)}, dtype {t.dtype}, device {t.device}"
 
 
-def require_tensor(
-    name: str, x, *, ndim: int | None = None, min_ndim: int | None = None, floating: bool = False, integer: bool = False
-) -> Tensor:
+def require_tensor(name: str, x, *, ndim: int | None = None, min_ndim: int | None = None, floating: bool = False,
+                   integer: bool = False, shape: str = "") -> Tensor:
     """Return ``x`` after checking it is a tensor with ``ndim`` (or at least ``min_ndim``) dimensions.
 
-    ``floating=True`` demands a floating-point dtype, ``integer=True`` an integer dtype (no bool).
+    ``floating=True`` demands a floating-point dtype, ``integer=True`` an integer dtype (no bool);
+    ``shape`` (e.g. ``"(B, m)"``) names the expected shape in the message.
     """
     if not isinstance(x, Tensor):
         raise TypeError(
             f"{name} must be a torch.Tensor, got {type(x).__module__}.{type(x).__qualname__}; "
             f"convert it with torch.as_tensor({name})"
         )
-    if ndim is not None and x.dim() != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {shape_of(x)}")
-    if min_ndim is not None and x.dim() < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {shape_of(x)}")
+    if (ndim is not None and x.dim() != ndim) or (min_ndim is not None and x.dim() < min_ndim):
+        want = f"{ndim}" if ndim is not None else f"at least {min_ndim}"
+        raise ValueError(f"{name} must have {want} dimension(s){' ' + shape if shape else ''}, got shape {shape_of(x)}")
     if floating and not x.dtype.is_floating_point:
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype} (shape {shape_of(x)}); try {name}.float()")
     if integer and (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool):
@@ -49,16 +49,11 @@ def require_tensor(
 
 def require_same_device_and_dtype(same_dtype: bool = True, **tensors: Tensor) -> None:
     """Raise ValueError unless all ``tensors`` sit on one device (and, with ``same_dtype``, share one dtype)."""
-    first = next(iter(tensors.values()))
-    if any(t.device != first.device for t in tensors.values()) or (
-        same_dtype and any(t.dtype != first.dtype for t in tensors.values())
-    ):
+    devices, dtypes = {t.device for t in tensors.values()}, {t.dtype for t in tensors.values()}
+    if len(devices) > 1 or (same_dtype and len(dtypes) > 1):
         what = "device and dtype" if same_dtype else "device"
-        raise ValueError(
-            f"{', '.join(tensors)} must share one {what}, got "
-            + "; ".join(f"{k}: {describe(t)}" for k, t in tensors.items())
-            + " (move them with .to(...))"
-        )
+        raise ValueError(f"{', '.join(tensors)} must share one {what}, got "
+                         + "; ".join(f"{k}: {describe(t)}" for k, t in tensors.items()) + " (move them with .to(...))")
 
 
 def require_module_input(module: torch.nn.Module, **tensors: Tensor) -> None:
@@ -67,31 +62,37 @@ def require_module_input(module: torch.nn.Module, **tensors: Tensor) -> None:
     for name, t in tensors.items():
         require_tensor(name, t, floating=True)
         if t.dtype != weight.dtype or t.device != weight.device:
-            raise ValueError(
-                f"{name} must have the dtype and device of the {type(module).__name__}'s weights "
-                f"({weight.dtype}, {weight.device}), got {describe(t)}; use {name}.to(...) or module.to(...)"
-            )
+            raise ValueError(f"{name} must have the dtype and device of the {type(module).__name__}'s weights "
+                             f"({weight.dtype}, {weight.device}), got {describe(t)}; use {name}.to(...) or module.to(...)")
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
+    """True for a Python or NumPy integer, False for a bool, a float or anything else."""
     return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _require_ints(low: int | None, what: str, values: dict) -> None:
+    for name, value in values.items():
+        if not is_int(value) or (low is not None and value < low):
+            raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 def require_positive_int(**values) -> None:
     """Raise ValueError for any value that is not a positive integer (Python or NumPy; no bool, no float)."""
-    for name, value in values.items():
-        if not _is_int(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    _require_ints(1, "a positive integer", values)
 
 
 require_positive = require_positive_int  # the older name, used across the package
 
 
+def require_int(**values) -> None:
+    """Raise ValueError for any value that is not a whole number (Python or NumPy integer, any sign; no bool)."""
+    _require_ints(None, "an integer", values)
+
+
 def require_nonnegative_int(**values) -> None:
     """Raise ValueError for any value that is not an integer >= 0 (Python or NumPy; no bool, no float)."""
-    for name, value in values.items():
-        if not _is_int(value) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    _require_ints(0, "a non-negative integer", values)
 
 
 def require_positive_float(allow_zero: bool = False, **values) -> None:
@@ -100,6 +101,39 @@ def require_positive_float(allow_zero: bool = False, **values) -> None:
         ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
         if not ok or value < 0 or (value == 0 and not allow_zero):
             raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
+
+
+def require_bool(**values) -> None:
+    """Raise ValueError for any value that is not True or False (no 0/1, no 'no', no None)."""
+    for name, value in values.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def require_instance(name: str, value, cls: type) -> None:
+    """Raise TypeError unless ``value`` is an instance of ``cls``."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__module__}.{type(value).__qualname__}")
+
+
+def require_device(device) -> torch.device | None:
+    """``device`` (None, a ``torch.device`` or a name such as ``'cpu'``) as a ``torch.device``; ValueError otherwise."""
+    if device is None or isinstance(device, torch.device):
+        return device
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be a torch.device or a name such as 'cpu' or 'cuda', got {device!r}") from None
+
+
+def require_generator(generator) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+
+
+def require_float_dtype(name: str, dtype) -> None:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"{name} must be a floating-point torch.dtype such as torch.float32, got {dtype!r}")
 
 
 def require_probability(name: str, p) -> None:

@@ -11,13 +11,18 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
 def data_path(name: str) -> Path:
-    """Path of ``data/<name>`` in the repository; ValueError listing the files there if it is missing."""
+    """Path of ``data/<name>`` in the repository; ValueError listing the files there if it is missing.
+
+    ``name`` is relative to ``data/`` (``"results/dates_seeds.json"`` works) and stays inside it. Used from notebook 02 on.
+    """
     if not isinstance(name, str):
         raise TypeError(f"name must be a file name (str) such as 'tiny_corpus.txt', got {type(name).__name__}")
+    if not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ValueError(f"name must be a file name inside data/ such as 'tiny_corpus.txt', got {name!r}")
     path = DATA_DIR / name
     if not path.is_file():
         found = sorted(p.name for p in DATA_DIR.glob("*")) if DATA_DIR.is_dir() else []
-        raise ValueError(f"no data file {name!r} in {DATA_DIR}; files there: {found}")
+        raise ValueError(f"no data file {name!r} in {DATA_DIR}: name must be one of the files there: {found}")
     return path
 
 
@@ -29,7 +34,7 @@ def load_token_features(name: str = "sentence_features.csv") -> tuple[list[str],
 
     Returns:
         ``(tokens, feature_names, X)``: ``n`` token strings, ``d`` feature names and
-        ``X`` of shape ``(n, d)`` (float32), row i being the feature vector of token i.
+        ``X`` of shape ``(n, d)`` (float32), row i being the feature vector of token i. Used in notebooks 02 and 03.
     """
     path = data_path(name)
     tokens, values = [], []

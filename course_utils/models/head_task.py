@@ -14,7 +14,7 @@ sequence (a broad, *global* look). One softmax cannot do all three at once, seve
 ``HeadsModel`` is the smallest model for it: token and learned position embeddings, one
 ``MultiHeadAttention`` with a residual connection, and a small MLP readout per position.
 ``train_heads_model`` trains it on freshly sampled batches, ``evaluate`` measures accuracy,
-and ``ablate_heads`` switches heads off to test what they are used for.
+and ``ablate_heads`` switches heads off to test what they are used for. Used in notebook 07 (and 12).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from numbers import Integral
 from typing import NamedTuple
 
 import torch
@@ -30,12 +29,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..core.multihead import MultiHeadAttention
-from ..core.validation import require_index_range, require_nonnegative_int, require_positive_int, require_tensor
+from ..core.validation import (
+    is_int, require_device, require_generator, require_index_range, require_instance, require_nonnegative_int,
+    require_positive_int, require_tensor, shape_of,
+)
 from .training import train_steps
 
 
 class ToyBatch(NamedTuple):
-    """One batch of the neighbours-and-count task; every field has shape ``(B, n)``."""
+    """One batch of the neighbours-and-count task; every field has shape ``(B, n)``. Used in notebook 07."""
 
     tokens: Tensor  # symbol ids, 0..num_symbols-1, or marker_id
     prev: Tensor  # id of the symbol before each position; edge_id at position 0
@@ -43,6 +45,8 @@ class ToyBatch(NamedTuple):
     count: Tensor  # number of markers in the sequence (the same at every position)
 
     def to(self, device: torch.device | str) -> ToyBatch:
+        """The same batch on ``device``."""
+        device = require_device(device)
         return ToyBatch(*(t.to(device) for t in self))
 
 
@@ -51,7 +55,7 @@ class NeighbourCountTask:
     """The neighbours-and-count task (see the module docstring).
 
     Ids: symbols ``0..num_symbols-1``, the marker ``#`` is ``num_symbols`` and ``-``
-    ("no neighbour", a label only, never an input) is ``num_symbols + 1``.
+    ("no neighbour", a label only, never an input) is ``num_symbols + 1``. Used in notebook 07.
     """
 
     length: int = 12
@@ -107,6 +111,7 @@ class NeighbourCountTask:
         The marker count is uniform in ``0..max_markers``; the markers sit at distinct random positions.
         """
         require_positive_int(batch_size=batch_size)
+        require_generator(generator)
         B, n = batch_size, self.length
         tokens = torch.randint(0, self.num_symbols, (B, n), generator=generator)
         count = torch.randint(0, self.max_markers + 1, (B,), generator=generator)
@@ -124,7 +129,7 @@ class HeadsModel(nn.Module):
 
     ``forward(tokens (B, n))`` returns the logits ``(prev (B, n, C), next (B, n, C), count (B, n, K))``
     with ``C = task.num_neighbour_classes`` and ``K = task.num_count_classes``, and the attention
-    weights ``(B, h, n, n)``.
+    weights ``(B, h, n, n)``. Used in notebook 07.
     """
 
     def __init__(self, task: NeighbourCountTask, d_model: int = 64, num_heads: int = 8, d_hidden: int = 128) -> None:
@@ -143,6 +148,8 @@ class HeadsModel(nn.Module):
 
     def forward(self, tokens: Tensor) -> tuple[tuple[Tensor, Tensor, Tensor], Tensor]:
         require_tensor("tokens", tokens, integer=True)
+        if tokens.device != self.token_embedding.weight.device:
+            raise ValueError(f"tokens must be on the model's device {self.token_embedding.weight.device}, got {tokens.device}")
         if tokens.dim() != 2 or tokens.shape[1] > self.task.length:
             raise ValueError(
                 f"tokens must have shape (B, n) with n <= {self.task.length}, got shape {tuple(tokens.shape)}"
@@ -157,14 +164,28 @@ class HeadsModel(nn.Module):
 
 
 def task_loss(logits: tuple[Tensor, Tensor, Tensor], batch: ToyBatch) -> Tensor:
-    """Sum of the three cross-entropies (prev, next, count), each averaged over all positions."""
+    """Sum of the three cross-entropies (prev, next, count), each averaged over all positions. Used in notebook 07.
+
+    ``logits``: ``HeadsModel``'s ``(prev (B, n, C), next (B, n, C), count (B, n, K))``; ``batch``: a ``ToyBatch``
+    with fields ``(B, n)`` of the same ``B`` and ``n``.
+    """
+    require_instance("batch", batch, ToyBatch)
+    if not isinstance(logits, (tuple, list)) or len(logits) != 3:
+        raise TypeError(f"logits must be the model's three logits (prev, next, count), got {type(logits).__name__}")
     targets = (batch.prev, batch.next, batch.count)
+    for name, out, y in zip(("prev", "next", "count"), logits, targets):
+        require_tensor(f"logits[{name}]", out, ndim=3, floating=True, shape="(B, n, classes)")
+        if out.shape[:2] != y.shape or out.device != y.device:
+            raise ValueError(f"logits[{name}] {shape_of(out)} on {out.device} does not fit the batch's {name} "
+                             f"{shape_of(y)} on {y.device}: the logits must come from this batch (B, n)")
+        require_index_range(f"batch.{name}", y, 0, out.shape[-1], f" ({out.shape[-1]} classes in the logits)")
     return sum(F.cross_entropy(out.flatten(0, 1), y.flatten()) for out, y in zip(logits, targets))
 
 
 @torch.no_grad()
 def evaluate(model: HeadsModel, batch: ToyBatch) -> dict[str, float]:
-    """Accuracy over all positions of ``batch``: per question and ``all`` (all three answers right)."""
+    """Accuracy over all positions of ``batch``: per question and ``all`` (all three answers right). Used in notebook 07."""
+    require_instance("model", model, HeadsModel)
     if not isinstance(batch, ToyBatch):
         raise TypeError(f"batch must be a ToyBatch (task.sample(...)), got {type(batch).__name__}")
     was_training = model.training
@@ -215,13 +236,16 @@ def ablate_heads(model: HeadsModel, heads: Iterable[int]) -> Iterator[HeadsModel
     """Inside the ``with`` block, the listed heads' outputs are set to zero before ``W_o`` mixes them.
 
     The attention weights are still computed (and returned); only what those heads pass on is removed.
+    Used in notebook 07.
     """
+    require_instance("model", model, HeadsModel)
     mha = model.attention
     if not isinstance(heads, Iterable):
         raise TypeError(f"heads must be an iterable of head indices such as [0, 2], got {heads!r}")
-    heads = sorted(set(heads))
-    if any(isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < mha.num_heads for i in heads):
+    heads = list(heads)
+    if any(not is_int(i) or not 0 <= i < mha.num_heads for i in heads):
         raise ValueError(f"heads must be in 0..{mha.num_heads - 1}, got {heads}")
+    heads = sorted(set(heads))
     weight = mha.W_o.weight
     keep = torch.ones(mha.d_model, device=weight.device, dtype=weight.dtype)  # in the model's dtype and device
     for i in heads:

@@ -7,11 +7,13 @@ appends their keys and values to a ``KVCache`` and lets the new queries attend t
 cached. ``generate_cached`` is ``generate`` built on it; both give the same tokens and logits.
 
 Shapes: ``B`` batch, ``s`` new tokens, ``t`` cached positions, ``h`` heads, ``d_k`` features
-per head, ``L`` layers, ``V`` vocabulary size.
+per head, ``L`` layers, ``V`` vocabulary size. Used in notebook 15 (where the student writes the
+attention step); ``rotary_lm`` in notebook 17.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,16 +24,24 @@ from torch import Tensor, nn
 from ..core.attention import scaled_dot_product_attention
 from ..core.positions import LearnedPositionalEmbedding, sinusoidal_positional_encoding
 from ..core.rope import RotaryMultiHeadAttention, apply_rope
-from ..core.validation import require_positive, shape_of
+from ..core.validation import (
+    require_bool, require_float_dtype, require_generator, require_index_range, require_instance, require_positive,
+    require_positive_float, require_tensor, shape_of,
+)
 from .language_model import CausalLM
 
 
 @dataclass
 class KVCache:
-    """Per layer, the keys and values of every position seen so far: ``(B, h, t, d_k)`` each."""
+    """Per layer, the keys and values of every position seen so far: ``(B, h, t, d_k)`` each. Used in notebook 15.
+
+    ``owner`` is a weak reference to the model that filled it (``forward_with_cache`` sets it and refuses
+    the cache for any other model); None for a cache filled by hand.
+    """
 
     keys: list[Tensor] = field(default_factory=list)
     values: list[Tensor] = field(default_factory=list)
+    owner: weakref.ref | None = field(default=None, repr=False, compare=False)
 
     @property
     def length(self) -> int:
@@ -49,9 +59,10 @@ def kv_cache_bytes(num_layers: int, batch: int, kv_heads: int, length: int, d_k:
     """Bytes of a KV cache, without allocating it: ``2 (K and V) * L * B * kv_heads * T * d_k * element size``.
 
     ``kv_heads`` is the number of key/value heads: the query heads in ordinary multi-head
-    attention, fewer with grouped-query attention (1 for multi-query attention).
+    attention, fewer with grouped-query attention (1 for multi-query attention). Used in notebook 15.
     """
     require_positive(num_layers=num_layers, batch=batch, kv_heads=kv_heads, length=length, d_k=d_k)
+    require_float_dtype("dtype", dtype)
     return 2 * num_layers * batch * kv_heads * length * d_k * torch.empty(0, dtype=dtype).element_size()
 
 
@@ -61,6 +72,24 @@ def _check_model(model: CausalLM) -> None:
     if not model.causal:
         raise ValueError("a KV cache needs a causal model: without the mask every new token changes the keys and "
                          "values of all earlier positions, so nothing can be kept")
+
+
+def _check_cache(model: CausalLM, cache: KVCache, tokens: Tensor) -> None:
+    """A cache this model filled (or one of its shape, filled by hand), for this batch size."""
+    require_instance("cache", cache, KVCache)
+    if cache.owner is not None and cache.owner() is not model:
+        raise ValueError("cache was filled by another model: its keys and values mean nothing to this one; "
+                         "start with cache=None")
+    if not cache.keys and not cache.values:
+        return
+    attn, weight = model.blocks[0].attn, model.head.weight
+    want = (tokens.shape[0], attn.num_heads, cache.length, attn.d_k)
+    layers_fit = len(cache.keys) == len(cache.values) == len(model.blocks)
+    if not layers_fit or any(t.shape != want or t.dtype != weight.dtype or t.device != weight.device
+                             for t in cache.keys + cache.values):
+        raise ValueError(f"cache does not fit this model and batch: it needs {len(model.blocks)} layers of keys and "
+                         f"values of shape {want} ({weight.dtype}, {weight.device}), got "
+                         f"{[(shape_of(t), t.dtype, str(t.device)) for t in cache.keys[:1]]} in {len(cache.keys)} layers")
 
 
 def _positions(model: CausalLM, x: Tensor, start: int) -> Tensor:
@@ -79,15 +108,20 @@ def forward_with_cache(model: CausalLM, tokens: Tensor, cache: KVCache | None = 
     """Run ``tokens (B, s)``, the positions ``t .. t + s - 1`` after the ``t`` cached ones.
 
     Returns ``logits (B, s, V)`` (equal to the last ``s`` rows of ``model(all tokens)``) and the
-    cache extended by ``s`` positions (a new ``KVCache``; the one passed in is not changed).
+    cache extended by ``s`` positions (a new ``KVCache``; the one passed in is not changed). Used in notebook 15.
     """
     _check_model(model)
-    cache = KVCache() if cache is None else cache
-    t = cache.length
+    require_tensor("tokens", tokens, integer=True)
     if tokens.dim() != 2 or tokens.shape[1] < 1:
         raise ValueError(f"tokens must have shape (B, s) with s >= 1, got shape {shape_of(tokens)}")
-    if cache.keys and tokens.shape[0] != cache.keys[0].shape[0]:
+    if tokens.device != model.head.weight.device:
+        raise ValueError(f"tokens must be on the model's device {model.head.weight.device}, got {tokens.device}")
+    require_index_range("tokens", tokens, 0, model.vocab_size, f" (vocab_size={model.vocab_size})")
+    cache = KVCache() if cache is None else cache
+    if isinstance(cache, KVCache) and cache.keys and tokens.shape[0] != cache.keys[0].shape[0]:
         raise ValueError(f"tokens have batch size {tokens.shape[0]}, the cache {cache.keys[0].shape[0]}")
+    _check_cache(model, cache, tokens)
+    t = cache.length
     if t + tokens.shape[1] > model.max_len:
         raise ValueError(f"{t} cached + {tokens.shape[1]} new positions exceed max_len={model.max_len}: cropping to "
                          "the last max_len tokens would move every position and invalidate the cache")
@@ -95,7 +129,7 @@ def forward_with_cache(model: CausalLM, tokens: Tensor, cache: KVCache | None = 
     rows = torch.arange(t, t + s, device=tokens.device)[:, None]  # new query i sits at position t + i
     mask = torch.arange(t + s, device=tokens.device) <= rows  # (s, t + s): the bottom s rows of causal_mask(t + s)
     x = _positions(model, model.token_embedding(tokens), t)  # (B, s, d_model)
-    new = KVCache()
+    new = KVCache(owner=weakref.ref(model))
     for layer, block in enumerate(model.blocks):
         attn = block.attn
         h = block.norm1(x)  # CausalLM's blocks are pre-norm
@@ -119,14 +153,17 @@ def generate_cached(model: CausalLM, prompt: Tensor, num_new: int, temperature: 
 
     ``prompt (B, P)`` or ``(P,)``; returns the tokens ``(B, P + num_new)`` (or ``(P + num_new,)``)
     and, with ``return_logits=True``, also the logits each step chose from, ``(B, num_new, V)``.
-    Needs ``P + num_new - 1 <= max_len`` (the last token is chosen, never run).
+    Needs ``P + num_new - 1 <= max_len`` (the last token is chosen, never run). Used in notebook 15.
     """
     _check_model(model)
     require_positive(num_new=num_new)
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    require_positive_float(allow_zero=True, temperature=temperature)
+    require_generator(generator)
+    require_bool(return_logits=return_logits)
+    require_tensor("prompt", prompt, integer=True)
     if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
         raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got shape {shape_of(prompt)}")
+    require_index_range("prompt", prompt, 0, model.vocab_size, f" (vocab_size={model.vocab_size})")
     if prompt.shape[-1] + num_new - 1 > model.max_len:
         raise ValueError(f"prompt of {prompt.shape[-1]} + {num_new} new tokens need {prompt.shape[-1] + num_new - 1} "
                          f"positions, more than max_len={model.max_len}")
@@ -155,8 +192,10 @@ def generate_cached(model: CausalLM, prompt: Tensor, num_new: int, temperature: 
 def count_positions(model: CausalLM) -> Iterator[list[int]]:
     """Count the token positions the model embeds (= runs through every layer) inside the ``with`` block.
 
-    ``with count_positions(model) as count: ...`` then ``count[0]`` is the total over all calls.
+    ``with count_positions(model) as count: ...`` then ``count[0]`` is the total over all calls. Used in notebook 15.
     """
+    if not isinstance(model, nn.Module) or not isinstance(getattr(model, "token_embedding", None), nn.Module):
+        raise TypeError(f"model must be a language model with a token_embedding such as CausalLM, got {type(model).__name__}")
     count = [0]
     handle = model.token_embedding.register_forward_hook(lambda _m, args, _out: count.__setitem__(0, count[0] + args[0].numel()))
     try:
@@ -170,7 +209,7 @@ def rotary_lm(vocab_size: int, max_len: int, **kwargs) -> CausalLM:
     block's attention a ``RotaryMultiHeadAttention`` holding the same weights.
 
     Built from ``CausalLM(..., positions="sinusoidal", **kwargs)``, so with the same seed its
-    parameters equal those of the sinusoidal model: the two differ only in how position enters.
+    parameters equal those of the sinusoidal model: the two differ only in how position enters. Used in notebook 17.
     """
     if "positions" in kwargs:
         raise ValueError("rotary_lm sets the positions itself; do not pass positions=")

@@ -18,7 +18,7 @@ head. ``train_lm`` trains it, ``generate`` writes one token at a time (greedy, o
 with a temperature), ``generation_accuracy`` scores continuations.
 
 Shapes: ``B`` batch, ``T`` sequence length, ``V`` vocabulary size, ``L`` layers, ``h`` heads.
-Mask convention as everywhere in the project: **True = may attend**.
+Mask convention as everywhere in the project: **True = may attend**. Built in notebook 11.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from ..core.masks import causal_mask
 from ..core.positions import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from ..core.transformer import TransformerBlock
 from ..core.validation import (
+    is_int,
+    require_bool,
+    require_generator,
     require_index_range,
     require_nonnegative_int,
     require_positive,
@@ -49,7 +52,10 @@ from .training import train_steps
 
 
 def shift_by_one(sequences: Tensor) -> tuple[Tensor, Tensor]:
-    """``(..., T + 1)`` token ids -> ``inputs (..., T)`` and ``targets (..., T)``: ``targets[..., t] = sequences[..., t + 1]``."""
+    """``(..., T + 1)`` token ids -> ``inputs (..., T)`` and ``targets (..., T)``: ``targets[..., t] = sequences[..., t + 1]``.
+
+    Built in notebook 11.
+    """
     require_tensor("sequences", sequences)
     if sequences.dim() < 1 or sequences.shape[-1] < 2:
         raise ValueError(f"need sequences of at least 2 tokens (..., T + 1), got shape {shape_of(sequences)}")
@@ -62,7 +68,7 @@ class RepeatPatternTask:
 
     Example with ``period=3``: ``c a c c a c c a c ...``. Symbols are ``0..num_symbols-1``
     (shown as ``a, b, c, ...``), drawn independently and uniformly, so repeats inside the
-    pattern are allowed. A model sees ``length`` input positions.
+    pattern are allowed. A model sees ``length`` input positions. Used in notebook 11 (and 17).
     """
 
     period: int = 5
@@ -96,6 +102,7 @@ class RepeatPatternTask:
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Tensor:
         """``(batch_size, length + 1)`` sequences (on the CPU)."""
         require_positive(batch_size=batch_size)
+        require_generator(generator)
         pattern = torch.randint(0, self.num_symbols, (batch_size, self.period), generator=generator)
         repeats = -(-(self.length + 1) // self.period)  # ceil
         return pattern.repeat(1, repeats)[:, : self.length + 1]
@@ -114,11 +121,11 @@ class RepeatPatternTask:
 
 
 class CharVocab:
-    """Character-level vocabulary: one id per distinct character of ``text``, in sorted order."""
+    """Character-level vocabulary: one id per distinct character of ``text``, in sorted order. Used in notebook 11."""
 
     def __init__(self, text: str) -> None:
         if not isinstance(text, str) or not text:
-            raise ValueError(f"need a non-empty str to build a vocabulary, got {text!r:.40}")
+            raise ValueError(f"text must be a non-empty str to build a vocabulary from, got {text!r:.40}")
         self.chars = sorted(set(text))
         self.index = {c: i for i, c in enumerate(self.chars)}
 
@@ -131,7 +138,7 @@ class CharVocab:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         unknown = sorted(set(text) - set(self.index))
         if unknown:
-            raise ValueError(f"characters not in the vocabulary: {unknown}")
+            raise ValueError(f"text has characters not in the vocabulary: {unknown}")
         return torch.tensor([self.index[c] for c in text], dtype=torch.long)
 
     def decode(self, ids: Tensor) -> str:
@@ -142,7 +149,7 @@ class CharVocab:
 
 
 def load_corpus(name: str = "tiny_corpus.txt") -> str:
-    """The text of ``data/<name>`` (UTF-8)."""
+    """The text of ``data/<name>`` (UTF-8). Used in notebook 11."""
     return data_path(name).read_text(encoding="utf-8")
 
 
@@ -152,9 +159,10 @@ def sample_windows(
     """Random windows of a long ``(N,)`` token stream: ``inputs (B, block_size)``, ``targets (B, block_size)``.
 
     Window ``b`` starts at a random offset ``s``: inputs ``ids[s : s + block_size]``,
-    targets ``ids[s + 1 : s + block_size + 1]``.
+    targets ``ids[s + 1 : s + block_size + 1]``. Built in notebook 11.
     """
     require_positive(block_size=block_size, batch_size=batch_size)
+    require_generator(generator)
     require_tensor("ids", ids, integer=True)
     if ids.dim() != 1 or ids.shape[0] < block_size + 1:
         raise ValueError(f"ids must have shape (N,) with N >= block_size + 1 = {block_size + 1}, got {shape_of(ids)}")
@@ -178,7 +186,7 @@ class CausalLM(nn.Module):
     the broken model of the notebook's "no mask" experiment.
 
     ``forward`` returns ``logits (B, T, V)`` and the attention weights ``(B, L, h, T, T)``.
-    ``max_len`` is the context window: longer inputs raise ValueError (``generate`` crops).
+    ``max_len`` is the context window: longer inputs raise ValueError (``generate`` crops). Built in notebook 11.
     """
 
     def __init__(
@@ -196,9 +204,8 @@ class CausalLM(nn.Module):
         require_positive(vocab_size=vocab_size, max_len=max_len, d_model=d_model, num_heads=num_heads, num_layers=num_layers)
         if d_ff is not None:
             require_positive(d_ff=d_ff)
-        if not isinstance(causal, bool):
-            raise ValueError(f"causal must be True or False, got {causal!r}")
-        if positions not in ("learned", "sinusoidal"):
+        require_bool(causal=causal)
+        if not isinstance(positions, str) or positions not in ("learned", "sinusoidal"):
             raise ValueError(f"positions must be 'learned' or 'sinusoidal', got {positions!r}")
         self.vocab_size, self.max_len, self.causal = vocab_size, max_len, causal
         d_ff = 4 * d_model if d_ff is None else d_ff
@@ -217,6 +224,8 @@ class CausalLM(nn.Module):
         require_tensor("tokens", tokens, integer=True)
         if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= self.max_len:
             raise ValueError(f"tokens must have shape (B, T) with 1 <= T <= max_len={self.max_len}, got {shape_of(tokens)}")
+        if tokens.device != self.head.weight.device:
+            raise ValueError(f"tokens must be on the model's device {self.head.weight.device}, got {tokens.device}")
         require_index_range("tokens", tokens, 0, self.vocab_size, f" (vocab_size={self.vocab_size})")
         T = tokens.shape[1]
         mask = causal_mask(T, device=tokens.device) if self.causal else None
@@ -229,11 +238,14 @@ class CausalLM(nn.Module):
 
 
 def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean cross-entropy over all ``B * T`` positions: ``logits (B, T, V)``, ``targets (B, T)``."""
+    """Mean cross-entropy over all ``B * T`` positions: ``logits (B, T, V)``, ``targets (B, T)``. Built in notebook 11."""
     require_tensor("logits", logits, floating=True)
     require_tensor("targets", targets, integer=True)
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(f"need logits (B, T, V) and targets (B, T), got {shape_of(logits)} and {shape_of(targets)}")
+    if targets.device != logits.device:
+        raise ValueError(f"targets must be on the logits' device {logits.device}, got {targets.device}")
+    require_index_range("targets", targets, 0, logits.shape[-1], f" (the logits score {logits.shape[-1]} tokens)")
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
@@ -275,6 +287,12 @@ def train_lm(
                        stop_when=stop_when, target=target, check_every=check_every, name=name)
 
 
+def _check_lm(model: nn.Module) -> None:
+    if not isinstance(model, nn.Module) or not is_int(getattr(model, "max_len", None)):
+        raise TypeError(f"model must be a language model such as CausalLM (an nn.Module with a max_len), "
+                        f"got {type(model).__name__}")
+
+
 @torch.no_grad()
 def generate(
     model: CausalLM,
@@ -288,13 +306,18 @@ def generate(
     Each step runs the model on the last ``max_len`` tokens, takes the logits of the last
     position, and picks the next token: the argmax if ``temperature == 0`` (greedy), else a
     sample from ``softmax(logits / temperature)`` drawn with ``generator`` (CPU).
-    Returns ``(B, P + num_new)`` (or ``(P + num_new,)``), prompt included.
+    Returns ``(B, P + num_new)`` (or ``(P + num_new,)``), prompt included. ``model``: a ``CausalLM``, or any
+    module with a ``max_len`` whose ``forward(tokens (B, T))`` returns ``(logits (B, T, V), ...)``. Built in notebook 11.
     """
+    _check_lm(model)
     require_positive_float(allow_zero=True, temperature=temperature)
+    require_generator(generator)
     require_nonnegative_int(num_new=num_new)
     require_tensor("prompt", prompt, integer=True)
     if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
         raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got {shape_of(prompt)}")
+    if is_int(getattr(model, "vocab_size", None)):
+        require_index_range("prompt", prompt, 0, model.vocab_size, f" (vocab_size={model.vocab_size})")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -316,8 +339,9 @@ def generation_accuracy(model: CausalLM, sequences: Tensor, prompt_len: int) -> 
     """Greedy continuation of the first ``prompt_len`` tokens of ``sequences (B, n)``, compared with the rest.
 
     Returns ``(token accuracy, sequence accuracy)``: the share of generated tokens equal to the
-    true ones, and the share of sequences continued without a single mistake.
+    true ones, and the share of sequences continued without a single mistake. Used in notebook 11.
     """
+    _check_lm(model)
     require_tensor("sequences", sequences, integer=True)
     require_positive(prompt_len=prompt_len)
     if sequences.dim() != 2 or not 1 <= prompt_len < sequences.shape[1]:
@@ -333,7 +357,8 @@ def stepwise_logits(model: CausalLM, tokens: Tensor) -> Tensor:
     """The logits generation would see: ``logits[:, t]`` computed from ``tokens[:, : t + 1]`` alone.
 
     ``tokens (B, T)`` -> ``(B, T, V)``, one forward pass per prefix (``T`` passes). For a causal
-    model this equals ``model(tokens)[0]``; for a model without the mask it does not.
+    model this equals ``model(tokens)[0]``; for a model without the mask it does not. Used in notebook 11.
     """
-    require_tensor("tokens", tokens, ndim=2, integer=True)
+    _check_lm(model)
+    require_tensor("tokens", tokens, ndim=2, integer=True, shape="(B, T)")
     return torch.stack([model(tokens[:, : t + 1])[0][:, -1] for t in range(tokens.shape[1])], dim=1)

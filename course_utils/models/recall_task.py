@@ -6,7 +6,7 @@ stored with that key. A model can only solve it by attending to the matching
 key, so it shows directly whether the attention learns to pick the right one.
 
 ``RecallAttention(scale=True/False)`` is one attention head with or without the
-division by ``sqrt(d_k)``; ``train_recall`` trains it and records the curves.
+division by ``sqrt(d_k)``; ``train_recall`` trains it and records the curves. Used in notebook 10.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..core.validation import require_index_range, require_positive_int, require_tensor
+from ..core.validation import require_bool, require_generator, require_index_range, require_positive_int, require_tensor
 from .training import train_steps
 
 
@@ -30,9 +30,10 @@ def recall_batch(
         keys ``(B, P)``: ``P = num_pairs`` different key ids per example, from ``0..num_keys-1``;
         values ``(B, P)``: a value id (``0..num_values-1``) stored with each key;
         query ``(B,)``: one of the example's keys;
-        target ``(B,)``: the value stored with the query key.
+        target ``(B,)``: the value stored with the query key. Used in notebook 10.
     """
     require_positive_int(batch_size=batch_size, num_pairs=num_pairs, num_keys=num_keys, num_values=num_values)
+    require_generator(generator)
     if num_pairs > num_keys:
         raise ValueError(f"num_pairs={num_pairs} different keys need num_keys >= num_pairs, got num_keys={num_keys}")
     keys = torch.rand(batch_size, num_keys, generator=generator).argsort(dim=-1)[:, :num_pairs]
@@ -52,13 +53,14 @@ class RecallAttention(nn.Module):
     variance argument, where unscaled scores have variance ``d_k``.
 
     ``forward(keys (B, P), values (B, P), query (B,))`` returns
-    ``(logits (B, num_values), weights (B, P))``.
+    ``(logits (B, num_values), weights (B, P))``. Used in notebook 10.
     """
 
     def __init__(self, num_keys: int, num_values: int, d_model: int, d_k: int, scale: bool = True) -> None:
         super().__init__()
         require_positive_int(num_keys=num_keys, num_values=num_values, d_model=d_model, d_k=d_k)
-        self.scale, self.d_k = bool(scale), d_k
+        require_bool(scale=scale)
+        self.scale, self.d_k = scale, d_k
         self.key_embedding = nn.Embedding(num_keys, d_model)
         self.value_embedding = nn.Embedding(num_values, d_model)
         self.W_q = nn.Linear(d_model, d_k, bias=False)
@@ -73,6 +75,9 @@ class RecallAttention(nn.Module):
         require_tensor("query", query, integer=True)
         if keys.dim() != 2 or query.shape != keys.shape[:1]:
             raise ValueError(f"keys must have shape (B, P) and query shape (B,), got {tuple(keys.shape)} and {tuple(query.shape)}")
+        device = self.W_q.weight.device
+        if keys.device != device or query.device != device:
+            raise ValueError(f"keys and query must be on the model's device {device}, got {keys.device} and {query.device}")
         num_keys = self.key_embedding.num_embeddings
         require_index_range("keys", keys, 0, num_keys)
         require_index_range("query", query, 0, num_keys)
@@ -84,8 +89,9 @@ class RecallAttention(nn.Module):
     def forward(self, keys: Tensor, values: Tensor, query: Tensor) -> tuple[Tensor, Tensor]:
         require_tensor("values", values, integer=True)
         require_tensor("keys", keys)
-        if values.shape != keys.shape:
-            raise ValueError(f"keys and values must have the same shape (B, P), got {tuple(keys.shape)} and {tuple(values.shape)}")
+        if values.shape != keys.shape or values.device != keys.device:
+            raise ValueError(f"keys and values must have the same shape (B, P) and device, got {tuple(keys.shape)} on "
+                             f"{keys.device} and {tuple(values.shape)} on {values.device}")
         weights = torch.softmax(self.scores(keys, query), dim=-1)  # (B, P)
         require_index_range("values", values, 0, self.value_embedding.num_embeddings)
         context = (weights.unsqueeze(1) @ self.value_embedding(values)).squeeze(1)  # (B, d_model)

@@ -4,7 +4,7 @@ Shapes: ``B`` batch, ``T_in`` source length (padded), ``T_out`` target length,
 ``V`` vocabulary size, ``H`` decoder state size.
 
 Mask convention (the project's): **True = may attend**; padded source positions
-are False and get exactly zero attention weight.
+are False and get exactly zero attention weight. Built in notebook 04.
 """
 
 from __future__ import annotations
@@ -15,12 +15,18 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..core.masks import check_mask, padding_mask
 from ..core.scores import AdditiveScore
-from ..core.validation import require_index_range, require_nonnegative_int, require_positive_int, require_tensor, shape_of
+from ..core.validation import (
+    require_bool, require_index_range, require_module_input, require_nonnegative_int, require_positive_int,
+    require_tensor, shape_of,
+)
 from .seq2seq_data import EOS_ID, PAD_ID, SOS_ID, decoder_inputs, truncate_after_eos
 
 
 def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
-    """Softmax over the last axis where ``mask`` is True (may attend); masked entries get exactly 0."""
+    """Softmax over the last axis where ``mask`` is True (may attend); masked entries get exactly 0.
+
+    ``scores (..., m)``, ``mask`` broadcastable to it; a fully masked row gets zeros. Built in notebook 01b.
+    """
     require_tensor("scores", scores, min_ndim=1, floating=True)
     mask = check_mask(mask, scores.shape, device=scores.device)
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -42,8 +48,7 @@ class _Seq2SeqBase(nn.Module):
         require_nonnegative_int(pad_id=pad_id)
         if pad_id >= vocab_size:
             raise ValueError(f"pad_id must be a token id in 0..{vocab_size - 1}, got {pad_id!r}")
-        if not isinstance(bidirectional, bool):
-            raise ValueError(f"bidirectional must be True or False, got {bidirectional!r}")
+        require_bool(bidirectional=bidirectional)
         self.vocab_size, self.hidden_dim, self.pad_id = vocab_size, hidden_dim, pad_id
         self.src_embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
         self.tgt_embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
@@ -89,6 +94,14 @@ class _Seq2SeqBase(nn.Module):
         if tgt.device != self.bridge.weight.device:
             raise ValueError(f"tgt must be on the model's device {self.bridge.weight.device}, got {tgt.device}")
         require_index_range("tgt", tgt, 0, self.vocab_size, f" (the vocabulary has {self.vocab_size} ids)")
+
+    def check_step(self, y_emb: Tensor, s_prev: Tensor) -> None:
+        """ValueError/TypeError unless ``y_emb (B, emb_dim)`` and ``s_prev (B, H)`` fit the model."""
+        require_module_input(self, y_emb=y_emb, s_prev=s_prev)
+        emb_dim = self.tgt_embedding.embedding_dim
+        if y_emb.dim() != 2 or s_prev.shape != (y_emb.shape[0], self.hidden_dim) or y_emb.shape[1] != emb_dim:
+            raise ValueError(f"y_emb must have shape (B, emb_dim={emb_dim}) and s_prev (B, H={self.hidden_dim}), "
+                             f"got {shape_of(y_emb)} and {shape_of(s_prev)}")
 
     def start(self, src: Tensor, lengths: Tensor) -> tuple[tuple[Tensor, Tensor], Tensor]:
         """Encode; return the ``memory`` the decoder steps read and the first decoder state."""
@@ -152,7 +165,7 @@ class _Seq2SeqBase(nn.Module):
 class Seq2SeqNoAttention(_Seq2SeqBase):
     """Vanilla GRU encoder-decoder: the decoder sees the source only through ``s_0``, one vector.
 
-    Decoder step: ``s_t = GRU(emb(y_{t-1}), s_{t-1})``, logits ``= W_out s_t``.
+    Decoder step: ``s_t = GRU(emb(y_{t-1}), s_{t-1})``, logits ``= W_out s_t``. Built in notebook 04.
     """
 
     def __init__(
@@ -163,6 +176,7 @@ class Seq2SeqNoAttention(_Seq2SeqBase):
         self.out = nn.Linear(hidden_dim, vocab_size)
 
     def step(self, y_emb: Tensor, s_prev: Tensor, memory) -> tuple[Tensor, Tensor, None]:
+        self.check_step(y_emb, s_prev)
         s = self.decoder(y_emb, s_prev)
         return s, s, None
 
@@ -178,7 +192,7 @@ class Seq2SeqWithAttention(_Seq2SeqBase):
     - context ``c = sum_i alpha_i h_i``;
     - new state ``s' = GRU([emb(y_prev); c], s)``; logits ``= W_out [s'; c]``.
 
-    ``W_h h_i`` does not change during decoding, so it is computed once per sequence.
+    ``W_h h_i`` does not change during decoding, so it is computed once per sequence. Built in notebook 04.
     """
 
     def __init__(
@@ -204,8 +218,15 @@ class Seq2SeqWithAttention(_Seq2SeqBase):
     def attend(self, s: Tensor, enc_out: Tensor, keys: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Context ``(B, enc_dim)`` and weights ``(B, T_in)`` for decoder states ``s (B, H)``.
 
-        ``keys`` is ``score.W_k(enc_out)``; ``mask`` ``(B, 1, T_in)``, True = real token.
+        ``keys`` is ``score.W_k(enc_out)`` ``(B, T_in, attn_dim)``; ``mask`` ``(B, 1, T_in)``, True = real token.
         """
+        require_module_input(self, s=s, enc_out=enc_out, keys=keys)
+        H, d_attn = self.hidden_dim, self.score.W_q.out_features
+        fits = s.dim() == 2 and s.shape[1] == H and enc_out.dim() == 3 and enc_out.shape[::2] == (s.shape[0], self.enc_dim)
+        if not fits or keys.shape != (*enc_out.shape[:2], d_attn):
+            raise ValueError(f"need s (B, H={H}), enc_out (B, T_in, enc_dim={self.enc_dim}) and keys (B, T_in, "
+                             f"attn_dim={d_attn}), got {shape_of(s)}, {shape_of(enc_out)} and {shape_of(keys)}")
+        require_tensor("mask", mask, ndim=3, shape="(B, 1, T_in)")
         query = self.score.W_q(s).unsqueeze(1)  # W_s s: (B, 1, attn_dim)
         scores = self.score.v(torch.tanh(query + keys)).squeeze(-1)  # (B, T_in)
         weights = masked_softmax(scores, mask.squeeze(1))
@@ -213,6 +234,7 @@ class Seq2SeqWithAttention(_Seq2SeqBase):
         return context, weights
 
     def step(self, y_emb: Tensor, s_prev: Tensor, memory) -> tuple[Tensor, Tensor, Tensor]:
+        self.check_step(y_emb, s_prev)
         enc_out, keys, mask = memory
         context, weights = self.attend(s_prev, enc_out, keys, mask)
         s = self.decoder(torch.cat([y_emb, context], dim=-1), s_prev)
