@@ -54,9 +54,10 @@ def test_no_module_is_over_400_lines():
 
 def test_the_core_stays_small():
     lines = sum(len(p.read_text().splitlines()) for p in (PACKAGE / "core").glob("*.py"))
-    # About 800 lines of attention, plus the shared input checks (~150) and the inference-scale
-    # modules (tiled attention, RoPE): what a student reads stays near 1,000 lines.
-    assert lines <= 1100, f"core/ has {lines} lines; it is what a student reads: keep it near 1000"
+    # About 800 lines of attention, plus the shared input checks (~200: every public function
+    # validates its arguments), the inference-scale modules (tiled attention, RoPE, grouped-query
+    # attention) and the lessons' references: what a student reads stays near 1,100 lines.
+    assert lines <= 1150, f"core/ has {lines} lines; it is what a student reads: keep it near 1100"
 
 
 def test_every_module_sits_in_a_layer():

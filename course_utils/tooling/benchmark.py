@@ -94,12 +94,9 @@ def training_table(results: list[dict]) -> str:
 
 def attention_ratio() -> str:
     """The course's attention over PyTorch's fused kernel at T = 1024 (``tooling/attention_speed.py``)."""
-    try:
-        from . import attention_speed  # written by issue 26's "package" work
-    except ImportError:
-        return "not measured: course_utils/tooling/attention_speed.py is not there yet"
-    # CALL SITE: the name of attention_speed's function that returns the ratio at T = 1024.
-    return f"{attention_speed.course_over_fused(1024):.2f}x"
+    from .attention_speed import fused_ratio
+
+    return f"{fused_ratio(1024).ratio:.2f}x without a mask, {fused_ratio(1024, masked=True).ratio:.2f}x with a causal mask"
 
 
 def time_pytest(root: Path = ROOT) -> str:
