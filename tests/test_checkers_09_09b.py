@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from course_utils.core.transformer import TransformerBlock
-from course_utils.helpers.checkers.positions import check_decode_position, check_pre_norm_block
+from course_utils.helpers.checkers import check_decode_position, check_pre_norm_block
 
 SEEDS = range(100)
 
@@ -149,7 +149,7 @@ def test_decode_position_in_place_change_is_named(capsys):
         pe.zero_()
         return result
 
-    _wrong(capsys, check_decode_position(in_place, seed=0), "changed its input in place")
+    _wrong(capsys, check_decode_position(in_place, seed=0), "changed its input pe in place")
 
 
 # --- 09b: pre_norm_block ----------------------------------------------------------------------------
@@ -235,7 +235,7 @@ WRONG_BLOCK = {
     "mask dropped": (_variant(mask_on=False), "the mask does not reach the attention"),
     "no residual": (_variant(residual=False), "no residual connections"),
     "the course's own block": (_via_course_block, "calls the course's own TransformerBlock"),
-    "x changed in place": (_in_place, "changed x in place"),
+    "x changed in place": (_in_place, "changed its input x in place"),
     "weights of the un-normalised x": (_weights_of_x, "out is right but weights are not"),
     "only out returned": (lambda b, x, m=None: pre_norm(b, x, m)[0], "return a pair (out, weights)"),
     "out and weights swapped": (lambda b, x, m=None: pre_norm(b, x, m)[::-1], "out should have x's shape"),

@@ -55,7 +55,7 @@ def _cases(seed: int):
 @register("slopes per doubling", takes="slopes", twins=TWINS)
 def check_slopes(fn: Callable[[list, list], list], seed: int) -> None:
     """``fn(lengths, times) -> slopes``: the local log-log slope between each pair of neighbouring lengths."""
-    answers = Answers(_same)
+    answers = Answers(_same, lambda c: f"expected {[round(w, 3) for w in c.expected]}, got {[round(v, 3) for v in c.got]}.")
     for name, lengths, times in _cases(seed):
         with failing_case(f"on {name}"):
             got = _as_float_list(call_unchanged(fn, list(lengths), list(times), names=("lengths", "times"),
@@ -70,4 +70,4 @@ def check_slopes(fn: Callable[[list, list], list], seed: int) -> None:
             ("that is the time ratio t1/t0; the slope is its logarithm over log(T1/T0).", ratios),
             ("your slopes are right but in reverse order: one slope per neighbouring pair, from the shortest lengths to "
              "the longest.", want[::-1] if len(want) > 1 else None)])
-    answers.verdict(lambda c: f"expected {[round(w, 3) for w in c.expected]}, got {[round(v, 3) for v in c.got]}.")
+    answers.verdict()

@@ -15,10 +15,10 @@ def softmax_masked(scores: torch.Tensor, mask: torch.Tensor | None, dim: int = -
     return (scores if mask is None else scores.masked_fill(~mask, float("-inf"))).softmax(dim)
 
 
-def scale_mistakes(raw: torch.Tensor, mask, d_k: int, sizes: Mapping[str, int]) -> list[tuple]:
+def scale_mistakes(raw: torch.Tensor, mask, d_k: int, sizes: Mapping[str, int], d_k_is: str = "Q.shape[-1]") -> list[tuple]:
     """Scores divided by sqrt(size) for a size that is not d_k (``sizes``: what the student may have read,
     e.g. ``{"d_v = V.shape[-1]": 7}``); the key names the size, so that cases with other sizes agree."""
-    return [(f"scale {name}", f"scaled by sqrt({name}) = sqrt({size}): the scale is sqrt(d_k), d_k = Q.shape[-1] = "
+    return [(f"scale {name}", f"scaled by sqrt({name}) = sqrt({size}): the scale is sqrt(d_k), d_k = {d_k_is} = "
              f"{d_k}.", lambda size=size: softmax_masked(raw / size**0.5, mask)) for name, size in sizes.items()]
 
 
@@ -53,7 +53,7 @@ def attention_mistakes(Q, K, V, mask) -> list[tuple]:
                          "here): use dim=-1, over the keys, so that each query's weights sum to 1.",
                          lambda dim=dim: softmax_masked(scores, mask, dim)))
     sizes = {"d_v = V.shape[-1]": V.shape[-1], "n (the number of queries)": Q.shape[-2],
-             "m (the number of keys)": K.shape[-2], "Q.shape[0]": Q.shape[0]}
+             "m (the number of keys)": K.shape[-2], "Q.shape[0]": Q.shape[0], "Q.shape[1]": Q.shape[1]}
     return mistakes + scale_mistakes(raw, mask, d_k, sizes)
 
 

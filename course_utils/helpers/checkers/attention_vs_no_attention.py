@@ -119,7 +119,18 @@ def _exact_mistakes(pred, target) -> list[tuple[str, float]]:
          (right | ~symbols).all(dim=1).float().mean().item()),
         ("you used any() instead of all(): one right token does not make a sequence right.",
          (right & real).any(dim=1).float().mean().item()),
+        ("you compared only the positions before the prediction's own <eos>: a model that stops too early (or writes "
+         "<eos> nowhere) is not exactly right. Compare every position where the TARGET is not <pad>.",
+         _until_predicted_eos(pred, target)),
     ]
+
+
+def _until_predicted_eos(pred, target) -> float:
+    rows = []
+    for p, t in zip(pred.tolist(), target.tolist()):
+        stop = p.index(2) if 2 in p else len(p)
+        rows.append(p[:stop] == t[:stop])
+    return sum(rows) / len(rows)
 
 
 def _fraction_cases(seed: int):
@@ -132,21 +143,21 @@ def _fraction_cases(seed: int):
         yield f"hidden random batch {k + 1}, pred and target of shape {tuple(p.shape)}", p, t
 
 
+def _fraction_otherwise(case) -> str:
+    if case.got > 1:
+        return f"you returned {case.got:g}, more than 1: return a fraction (divide the count by the total)."
+    return (f"you returned {case.got:.4f}, expected {case.expected:.4f}. Compare the prediction with the target "
+            "only where the target is not <pad>.")
+
+
 def _fraction(fn, name: str, reference, mistakes, seed: int) -> None:
-    answers = Answers(fraction_close)
+    answers = Answers(fraction_close, _fraction_otherwise)
     for desc, p, t in _fraction_cases(seed):
         with failing_case(desc):
             got = as_float(call_unchanged(fn, p, t, names=("pred", "target"), case=desc), name, "should return")
         answers.add(desc, got, reference(p, t), lambda p=p, t=t: [
             ("you returned a percentage: return a fraction between 0 and 1.", 100 * reference(p, t)), *mistakes(p, t)])
-
-    def otherwise(case) -> str:
-        if case.got > 1:
-            return f"you returned {case.got:g}, more than 1: return a fraction (divide the count by the total)."
-        return (f"you returned {case.got:.4f}, expected {case.expected:.4f}. Compare the prediction with the target "
-                "only where the target is not <pad>.")
-
-    answers.verdict(otherwise)
+    answers.verdict()
 
 
 @register("token_accuracy", twins={"token_accuracy": f"{_TRAINING}.token_accuracy"})
@@ -229,6 +240,12 @@ def _same_values(got: dict, want: dict) -> bool:
     return set(got) == set(want) and all(fraction_close(got[k], want[k]) for k in want)
 
 
+def _by_length_otherwise(case) -> str:
+    k = next(k for k in sorted(case.expected) if not fraction_close(case.got[k], case.expected[k]))
+    return (f"for source length {k} you returned {case.got[k]:.4f}, expected {case.expected[k]:.4f}: the token "
+            "accuracy of the sequences with that source length.")
+
+
 @register("accuracy_by_length", twins={"accuracy_by_length": f"{_TRAINING}.accuracy_by_length"})
 def check_accuracy_by_length(fn, seed: int) -> None:
     """Check ``fn(pred (N, T), target (N, T), src_lengths (N,)) -> {length: token accuracy}`` on the hand-made
@@ -239,16 +256,10 @@ def check_accuracy_by_length(fn, seed: int) -> None:
         p, t, lengths = _random_acc_case(g)
         cases.append((f"hidden random batch {k + 1}: {len(lengths)} sequences, source lengths "
                       f"{sorted(set(lengths.tolist()))}", p, t, lengths))
-    answers = Answers(_same_values)
+    answers = Answers(_same_values, _by_length_otherwise)
     for desc, pred, target, lengths in cases:
         with failing_case(desc):
             got = _by_length_answer(fn, pred, target, lengths, desc)
         answers.add(desc, got, _by_length_ref(pred, target, lengths),
                     lambda a=(pred, target, lengths): _by_length_mistakes(*a))
-
-    def otherwise(case) -> str:
-        k = next(k for k in sorted(case.expected) if not fraction_close(case.got[k], case.expected[k]))
-        return (f"for source length {k} you returned {case.got[k]:.4f}, expected {case.expected[k]:.4f}: the token "
-                "accuracy of the sequences with that source length.")
-
-    answers.verdict(otherwise)
+    answers.verdict()

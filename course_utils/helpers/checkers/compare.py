@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .report import Hint, call, kind_of
+from .report import Hint, call, current_run, kind_of
 
 
 def close(a, b, atol: float = 1e-5, rtol: float = 1e-4, nan_ok: bool = False) -> bool:
@@ -96,10 +96,15 @@ class Answers:
     "does not apply here") or ``None`` (does not apply). Mistakes with the same key are the same
     mistake in different cases (the hint may name this case's sizes). :meth:`verdict` raises a
     :class:`Hint`: the first mistake that explains every case, else ``otherwise(first wrong case)``.
+    If the student's code crashes in a later case after some answers were wrong, ``report`` names the
+    earlier mistake (this verdict over the cases so far) instead of the crash.
     """
 
-    def __init__(self, same: Callable[[Any, Any], bool]) -> None:
-        self.same, self.cases = same, []
+    def __init__(self, same: Callable[[Any, Any], bool], otherwise: Callable[[Case], str] | None = None) -> None:
+        self.same, self.otherwise, self.cases = same, otherwise, []
+        run = current_run()
+        if run is not None:
+            run.answers.append(self)  # a crash in a later case then names an earlier mistake first
 
     def add(self, description: str, got, expected, bank=(), **info) -> bool:
         ok = bool(self.same(got, expected))
@@ -146,15 +151,17 @@ class Answers:
                     return first
         return None
 
-    def verdict(self, otherwise: Callable[[Case], str]) -> None:
-        """Return quietly if every answer is right; else raise the hint that explains the answers."""
+    def verdict(self, otherwise: Callable[[Case], str] | None = None) -> None:
+        """Return quietly if every answer is right; else raise the hint that explains the answers
+        (none known: ``otherwise(first wrong case)``, by default the one given at construction)."""
+        otherwise = otherwise or self.otherwise
         found = self.explained_by()
-        if found is not None:
-            hint, case = found
-            raise Hint(hint, case.description)
-        if self.wrong:
-            case = self.wrong[0]
-            raise Hint(otherwise(case), case.description)
+        if found is None and not self.wrong:
+            return
+        hint, case = found if found is not None else (otherwise(self.wrong[0]), self.wrong[0])
+        outcome = Hint(hint, case.description)
+        outcome.verdict = True  # judged over every case collected (report: not overridden by earlier answers)
+        raise outcome
 
 
 def same_tensor(a, b) -> bool:

@@ -12,7 +12,7 @@ import torch
 from .attention_mistakes import LAYER_MISTAKES, PROJECTIONS, close_on_rows, layer_variant
 from .compare import Answers, as_int, call_unchanged
 from .registry import register
-from .report import Hint, StudentCrash, call, construct, expect_tensor, failing_case, generator, kind_of
+from .report import Hint, StudentCrash, call, call_setup, expect_tensor, failing_case, generator, kind_of
 
 NOTEBOOK = "06_cross_attention"
 
@@ -135,8 +135,8 @@ def _make_layer(layer_cls, d: int, h: int):
     name = getattr(layer_cls, "__name__", "CrossAttention")
     with torch.random.fork_rng(devices=[]):  # leave the notebook's random numbers alone
         torch.manual_seed(0)
-        layer = construct(layer_cls, d, h, case=f"{name}(d_model={d}, num_heads={h})")
-    params = call(layer.state_dict, case=f"{name}(d_model={d}, num_heads={h}).state_dict()")
+        layer = call_setup(layer_cls, d, h, case=f"{name}(d_model={d}, num_heads={h})")
+    params = call_setup(layer.state_dict, case=f"{name}(d_model={d}, num_heads={h}).state_dict()")
     for proj in PROJECTIONS:
         weight = params.get(f"{proj}.weight") if isinstance(params, dict) else None
         if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != (d, d):
@@ -187,7 +187,7 @@ def check_cross_attention(layer_cls: type, seed: int) -> None:
     layer size d_model=12, num_heads=3).
     """
     layers, solved, masks = {}, [], {}
-    answers = Answers(close_on_rows)
+    answers = Answers(close_on_rows, lambda case: _cross_generic_hint(*case.got, *case.expected[:2], masks[case.description]))
     fixed = [(desc, B, n, m, lengths, _CROSS_D_MODEL, _CROSS_HEADS) for desc, B, n, m, lengths in _CROSS_LAYER_CASES]
     g_random = generator(seed + 1)
     for k, (desc, B, n, m, lengths, d, h) in enumerate(fixed + _random_layer_cases(seed)):
@@ -204,7 +204,7 @@ def check_cross_attention(layer_cls: type, seed: int) -> None:
                     (name, hint, lambda name=name: layer_variant(*a, name)) for name, hint in LAYER_MISTAKES]):
                 solved.append(desc)
     with torch.no_grad():
-        answers.verdict(lambda case: _cross_generic_hint(*case.got, *case.expected[:2], masks[case.description]))
+        answers.verdict()
 
 
 def _cross_shape_hint(out, w, B: int, h: int, n: int, m: int, d: int) -> None:
@@ -306,6 +306,14 @@ def _source_answer(fn: Callable, weights: torch.Tensor) -> torch.Tensor:
     return got.long()
 
 
+def _source_otherwise(case) -> str:
+    got, expected = case.got, case.expected
+    b, i = (got != expected).nonzero()[0].tolist()
+    return (f"for batch item {b}, decoder position {i} the largest head-averaged weight is at encoder position "
+            f"{expected[b, i].item()}, you gave {got[b, i].item()} ({int((got != expected).sum())} of "
+            f"{got.numel()} answers differ).")
+
+
 @register("strongest_source")
 def check_strongest_source(fn: Callable, seed: int) -> None:
     """Task: ``fn(weights (B, h, n, m)) -> (B, n)`` integer tensor: for every decoder position, the
@@ -317,7 +325,8 @@ def check_strongest_source(fn: Callable, seed: int) -> None:
         B, h = (int(v) + 1 for v in torch.randperm(6, generator=g)[:2])
         n, m = (int(v) + 2 for v in torch.randperm(29, generator=g)[:2])
         cases.append((g, (B, h, n, m), int(torch.randint(0, m, (1,), generator=g))))
-    answers = Answers(lambda a, b: isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b))
+    answers = Answers(lambda a, b: isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b),
+                      _source_otherwise)
     for g_case, (B, h, n, m), padded in cases:
         weights = _source_weights(g_case, B, h, n, m, padded)
         where = f"weights of shape {(B, h, n, m)} (B, h, n, m), {padded} padded encoder position(s)"
@@ -325,12 +334,4 @@ def check_strongest_source(fn: Callable, seed: int) -> None:
             got = _source_answer(fn, weights)
         answers.add(where, got, weights.mean(1).argmax(-1),
                     lambda w=weights: [(f"source {k}", hint, lambda f=f: f(w)) for k, (f, hint) in enumerate(_SOURCE_MISTAKES)])
-
-    def otherwise(case) -> str:
-        got, expected = case.got, case.expected
-        b, i = (got != expected).nonzero()[0].tolist()
-        return (f"for batch item {b}, decoder position {i} the largest head-averaged weight is at encoder position "
-                f"{expected[b, i].item()}, you gave {got[b, i].item()} ({int((got != expected).sum())} of "
-                f"{got.numel()} answers differ).")
-
-    answers.verdict(otherwise)
+    answers.verdict()

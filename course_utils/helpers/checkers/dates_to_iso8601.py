@@ -179,8 +179,11 @@ def _alignment_mistakes(w: torch.Tensor, spans: torch.Tensor) -> list[tuple]:
          "Divide by the number of positions that have a span.", hits.sum().item() / has.numel()),
         ("positions without a span (-1) counted as hits: leave them out of both counts.",
          (hits | ~has).sum().item() / has.numel()),
-        ("you averaged the accuracy of each example: pool every position with a span instead "
-         "(hits / positions with a span, over all examples).", per_row.mean().item()),
+        ("per example, empty ones 0", "you averaged the accuracy of each example: pool every position with a span "
+         "instead (hits / positions with a span, over all examples).", per_row.mean().item()),
+        ("per example", "you averaged the accuracy of each example: pool every position with a span instead "
+         "(hits / positions with a span, over all examples).", per_row[has.any(1)].mean().item()),
+        ("you returned the number of hits: divide by the positions that have a span.", float(hits.sum().item())),
     ]
 
 
@@ -201,15 +204,16 @@ def _fraction_answer(fn, w: torch.Tensor, spans: torch.Tensor, where: str) -> fl
 def check_alignment_accuracy(fn: Callable[[torch.Tensor, torch.Tensor], float], seed: int) -> None:
     """Check ``fn(weights (N, T_out, T_in), spans (N, T_out, 2)) -> float``: the fraction of output positions
     with a span (not -1) whose largest weight falls in ``[start, end)``, pooled over the examples."""
-    answers = Answers(fraction_close)
+    answers = Answers(fraction_close, lambda c: (
+        f"you returned {c.got:.4f}, expected {c.expected:.4f}. For every output position with a span, take the source "
+        "position of its largest weight and check start <= it < end."))
     for w, spans in _alignment_cases():
         where = f"weights of shape {tuple(w.shape)} (N, T_out, T_in)"
         with failing_case(where):
             got = _fraction_answer(fn, w, spans, where)
         top, has = w.argmax(-1), spans[..., 0] >= 0
         want = (has & (top >= spans[..., 0]) & (top < spans[..., 1])).sum().item() / has.sum().item()
-        answers.add(where, got, want, lambda w=w, spans=spans: [
+        answers.add(where, got, want, lambda w=w, spans=spans, want=want: [
             ("you returned a percentage: return a fraction between 0 and 1.", 100 * want),
             *_alignment_mistakes(w, spans)])
-    answers.verdict(lambda c: (f"you returned {c.got:.4f}, expected {c.expected:.4f}. For every output position with "
-                               "a span, take the source position of its largest weight and check start <= it < end."))
+    answers.verdict()

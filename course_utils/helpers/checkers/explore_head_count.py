@@ -54,10 +54,15 @@ def _cases(seed: int):
     return cases
 
 
+def _otherwise(case) -> str:
+    b, i = (case.got != case.expected).nonzero()[0].tolist()
+    return f"wrong at sequence {b}, position {i} (tokens {case.info['tokens'][b].tolist()})."
+
+
 @register("marker beside", takes="marker_beside")
 def check_marker_beside(fn: Callable[[torch.Tensor, int], torch.Tensor], seed: int) -> None:
     """``fn(tokens (B, n), marker_id) -> (B, n) bool``: the previous or the next token is a marker."""
-    answers = Answers(lambda a, b: isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b))
+    answers = Answers(lambda a, b: isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b), _otherwise)
     for name, tokens, marker_id in _cases(seed):
         with failing_case(f"on {name}"):
             got = expect_tensor(call_unchanged(fn, tokens, marker_id, names=("tokens",), case=f"on {name}"), "the result")
@@ -68,9 +73,4 @@ def check_marker_beside(fn: Callable[[torch.Tensor, int], torch.Tensor], seed: i
                 raise Hint(f"the result should be True/False (or 0/1) for every position, got values like "
                            f"{got[(got != 0) & (got != 1)][0].item():g}.")
         answers.add(f"on {name}", got.bool(), want, lambda a=(tokens, marker_id): _mistakes(*a), tokens=tokens)
-
-    def otherwise(case) -> str:
-        b, i = (case.got != case.expected).nonzero()[0].tolist()
-        return f"wrong at sequence {b}, position {i} (tokens {case.info['tokens'][b].tolist()})."
-
-    answers.verdict(otherwise)
+    answers.verdict()

@@ -67,11 +67,11 @@ def _cases(seed: int):
 def check_argmax_offset_share(fn: Callable[[torch.Tensor, torch.Tensor, int], float], seed: int) -> None:
     """``fn(weights (N, T_out, T_in), lengths (N,), offset) -> float``: the share of token steps t < n whose
     largest weight sits at the mirrored position m(t) = n - 1 - t plus ``offset``."""
-    answers = Answers(fraction_close)
+    answers = Answers(fraction_close, lambda c: f"expected {c.expected:.4f}, got {c.got:.4f}.")
     for offset, weights, lengths in _cases(seed):
         name = f"offset {offset:+d} on a padded batch with lengths {lengths.tolist()}"
         with failing_case(f"on {name}"):
             got = as_float(call_unchanged(fn, weights, lengths, offset, names=("weights", "lengths"), case=f"on {name}"),
                            "argmax_offset_share", "should return")
         answers.add(f"on {name}", got, _share(weights, lengths, offset), lambda a=(weights, lengths, offset): _mistakes(*a))
-    answers.verdict(lambda c: f"expected {c.expected:.4f}, got {c.got:.4f}.")
+    answers.verdict()

@@ -164,8 +164,15 @@ def _per_head_shape_hint(shape: tuple[int, ...], B: int, h: int, n: int, m: int)
     return f"for weights of shape ({B}, {h}, {n}, {m}) (B, h, n, m) expected shape ({h},) (h,), got {shape}: {what}."
 
 
+def _per_head_otherwise(case) -> str:
+    return (f"you returned {[round(v, 4) for v in case.got.tolist()]}, expected "
+            f"{[round(v, 4) for v in case.expected.tolist()]} (largest error "
+            f"{(case.got - case.expected).abs().max().item():.3g}). Compute one number per row (query) of every head, "
+            "then average over the batch and the queries.")
+
+
 def _per_head(fn, name: str, reference, mistakes, inputs: list[torch.Tensor]) -> None:
-    answers = Answers(lambda a, b: close(a, b))
+    answers = Answers(lambda a, b: close(a, b), _per_head_otherwise)
     for w in inputs:
         B, h, n, m = w.shape
         where = f"weights of shape {tuple(w.shape)} (B, h, n, m)"
@@ -187,14 +194,7 @@ def _per_head(fn, name: str, reference, mistakes, inputs: list[torch.Tensor]) ->
                            "0 * log 0 counts as 0 (its limit): skip zero weights, e.g. with torch.where, or use "
                            "torch.xlogy(w, w), which gives 0 there.")
         answers.add(where, result, reference(w).double(), lambda w=w: mistakes(w))
-
-    def otherwise(case) -> str:
-        return (f"you returned {[round(v, 4) for v in case.got.tolist()]}, expected "
-                f"{[round(v, 4) for v in case.expected.tolist()]} (largest error "
-                f"{(case.got - case.expected).abs().max().item():.3g}). Compute one number per row (query) of every "
-                "head, then average over the batch and the queries.")
-
-    answers.verdict(otherwise)
+    answers.verdict()
 
 
 @register("head_entropy", twins={"attention_entropy": "course_utils.core.metrics.attention_entropy"})
@@ -324,16 +324,6 @@ def check_classify_heads(fn, seed: int) -> None:
     k/16, distances exactly on, just beside and away from each threshold)."""
     # Distances as the float32 values the student receives, so that the rules see the same numbers.
     cases = [(tuple(torch.tensor(d).tolist()), n, lo, hi) for d, n, lo, hi in (*_CLASSIFY_CASES, *_random_classify_cases(seed))]
-    answers = Answers(lambda a, b: a == b)
-    for distances, n, lo, hi in cases:
-        text = _describe(distances, n, lo, hi)
-        args = {} if lo is None else {"local_below": lo, "global_above": hi}
-        with failing_case(text):
-            labels = _labels(call_unchanged(fn, torch.tensor(distances), n, names=("distance",), case=text, **args),
-                             text, len(distances))
-        rule_args = (distances, n, lo or 0.5, hi or 0.75)
-        answers.add(text, labels, _classify_rule(_uniform_distance)(*rule_args),
-                    lambda a=rule_args: [(hint, rule(*a)) for hint, rule in _classify_mistakes()])
 
     def otherwise(case) -> str:
         distances, n = next((d, n) for d, n, lo, hi in cases if _describe(d, n, lo, hi) == case.description)
@@ -344,4 +334,15 @@ def check_classify_heads(fn, seed: int) -> None:
                 "the thresholds: below local_below 'local', above global_above 'global', otherwise (a ratio equal to a "
                 "threshold included) 'mixed'.")
 
-    answers.verdict(otherwise)
+    answers = Answers(lambda a, b: a == b, otherwise)
+    for distances, n, lo, hi in cases:
+        text = _describe(distances, n, lo, hi)
+        args = {} if lo is None else {"local_below": lo, "global_above": hi}
+        with failing_case(text):
+            labels = _labels(call_unchanged(fn, torch.tensor(distances), n, names=("distance",), case=text, **args),
+                             text, len(distances))
+        rule_args = (distances, n, lo or 0.5, hi or 0.75)
+        answers.add(text, labels, _classify_rule(_uniform_distance)(*rule_args),
+                    lambda a=rule_args: [(hint, rule(*a)) for hint, rule in _classify_mistakes()])
+
+    answers.verdict()

@@ -28,19 +28,19 @@ def _mistakes(q, k_cache, v_cache, k_new, v_new) -> list[tuple]:
         ("the new queries attended only to the NEW keys: the cached keys (the whole past) must be part of it.",
          lambda: softmax_masked(q @ k_new.transpose(-2, -1) / d_k**0.5, torch.ones(s, s, dtype=torch.bool).tril()) @ v_new),
         ("the new queries attended only to the OLD cache: append the new keys and values first, then attend.",
-         (lambda: softmax_masked(q @ k_cache.transpose(-2, -1) / d_k**0.5, None) @ v_cache) if t else None),
+         lambda: softmax_masked(q @ k_cache.transpose(-2, -1) / d_k**0.5, None) @ v_cache),
         ("no mask: with several new tokens, new query i saw the new keys after it. New query i sits at position t + i "
          "and may attend keys 0 .. t + i.", lambda: softmax_masked(scores, None) @ V),
         ("mask aligned at the top-left (torch.tril of an (s, t + s) block, or is_causal=True): new query i sits at "
          "position t + i, not i. Take the LAST s rows of causal_mask(t + s).",
          lambda: softmax_masked(scores, torch.ones(s, t + s, dtype=torch.bool).tril()) @ V),
         ("each new query was blocked from its own key (j < position instead of j <= position).",
-         (lambda: softmax_masked(scores, torch.arange(t + s) < torch.arange(t, t + s)[:, None]) @ V) if t else None),
+         lambda: softmax_masked(scores, torch.arange(t + s) < torch.arange(t, t + s)[:, None]) @ V),
         ("no scaling: divide the scores by sqrt(d_k).", lambda: softmax_masked(raw, mask) @ V),
         ("softmax over the wrong axis: use dim=-1, over the keys.", lambda: softmax_masked(scores, mask, -2) @ V),
     ]
     sizes = {"the number of keys t + s": t + s, "d_v = v_new.shape[-1]": v_new.shape[-1]}
-    return wrong + [(key, hint, lambda w=w: w() @ V) for key, hint, w in scale_mistakes(raw, mask, d_k, sizes)]
+    return wrong + [(key, hint, lambda w=w: w() @ V) for key, hint, w in scale_mistakes(raw, mask, d_k, sizes, "q_new.shape[-1]")]
 
 
 def _cache_hints(name: str, got, want, old, new, t: int) -> None:
@@ -88,11 +88,12 @@ def check_cached_attention(fn, seed: int) -> None:
     hidden = generator(seed)
     t, s, d_k, d_v = (int(v) for v in torch.randperm(12, generator=hidden)[:4] + 1)  # 1..12, all different
     sizes.append((2, 2, t, s, d_k, d_v))
-    answers = Answers(lambda a, b: close(a, b, atol=1e-5, rtol=1e-4, nan_ok=True))
+    answers = Answers(lambda a, b: close(a, b, atol=1e-5, rtol=1e-4, nan_ok=True), lambda c: (
+        "the output differs from attention over all t + s keys with the causal mask (largest difference "
+        f"{largest_difference(c.got, c.expected):.3g})."))
     for k, (B, h, t, s, d_k, d_v) in enumerate(sizes):
         where = f"B={B}, h={h}, t={t} cached, s={s} new, d_k={d_k}, d_v={d_v}"
         with failing_case(where):
             out, expected, inputs = _case(fn, B, h, t, s, d_k, d_v, g if k < 5 else hidden, where)
         answers.add(where, out, expected, lambda a=inputs: _mistakes(*a))
-    answers.verdict(lambda c: "the output differs from attention over all t + s keys with the causal mask (largest "
-                              f"difference {largest_difference(c.got, c.expected):.3g}).")
+    answers.verdict()

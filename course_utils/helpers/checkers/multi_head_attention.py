@@ -52,11 +52,11 @@ def _otherwise(case) -> str:
 def check_split_heads(fn, seed: int) -> None:
     """Check ``fn(x, num_heads)``: ``(B, T, d_model) -> (B, h, T, d_k)``, head i = features i*d_k..(i+1)*d_k-1."""
     g = generator(seed)
-    answers = Answers(_same)
+    answers = Answers(_same, _otherwise)
     for B, T, d, h in [(2, 5, 64, 8), (1, 1, 6, 3), (3, 7, 12, 4), (2, 4, 8, 1), (2, 3, 8, 8), (4, 33, 512, 16)]:
         x = torch.randn(B, T, d, generator=g)
         where = f"x {tuple(x.shape)} (B, T, d_model), num_heads={h}"
         with failing_case(where):
             got = expect_tensor(call_unchanged(fn, x, h, names=("x",), case=where), "split_heads' result")
         answers.add(where, got, _reference(x, h), lambda x=x, h=h: _mistakes(x, h))
-    answers.verdict(_otherwise)
+    answers.verdict()

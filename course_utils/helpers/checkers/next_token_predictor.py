@@ -31,8 +31,6 @@ def _overflowing(g: torch.Generator):
 
 
 def _mistakes(logits: torch.Tensor, tau: float) -> list[tuple]:
-    if tau == 0:
-        return []
     return [("you multiplied by the temperature; divide the logits by it.", lambda: torch.softmax(logits * tau, -1)),
             ("the temperature has no effect in your function: use softmax(logits / temperature).",
              lambda: torch.softmax(logits, -1))]
@@ -55,7 +53,7 @@ def check_next_token_probs(fn: Callable[[torch.Tensor, float], torch.Tensor], se
     """``fn(logits (..., V), temperature) -> probabilities (..., V)``; temperature 0 means greedy (one-hot)."""
     g = generator(seed)
     for group in (_ordinary(g), _overflowing(g)):
-        answers = Answers(lambda a, b: close(a, b, atol=1e-5, rtol=0))
+        answers = Answers(lambda a, b: close(a, b, atol=1e-5, rtol=0), _otherwise)
         for logits, tau in group:
             name = f"logits {tuple(logits.shape)} at temperature {tau}"
             with failing_case(f"on {name}"):
@@ -74,4 +72,4 @@ def check_next_token_probs(fn: Callable[[torch.Tensor, float], torch.Tensor], se
             raise Hint(f"exp overflowed: logits / temperature reach {top:.0f} here, and exp of more than about 88 is "
                        "inf in float32 (709 in float64), so inf / inf = NaN. Subtract each row's maximum before exp "
                        "(torch.softmax does it for you).", case.description)
-        answers.verdict(_otherwise)
+        answers.verdict()

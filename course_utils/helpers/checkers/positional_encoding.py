@@ -44,13 +44,15 @@ def _pair_mistakes(pe: torch.Tensor) -> list[tuple[str, str, torch.Tensor]]:
 
 def _diagnose(pe: torch.Tensor, got: torch.Tensor, want: torch.Tensor) -> tuple[str, str] | None:
     """(key, hint) of the known mistake that turns rows ``pe`` of positions ``want`` into ``got``, if one does."""
+    wrong = got != want
+    for key, hint, candidate in _pair_mistakes(pe):  # it must explain the wrong positions, and be wrong there itself
+        agree = (got == candidate.round()) | ((got - candidate).abs() < 1e-3)
+        if agree[wrong].all() and (candidate.round()[wrong] != want[wrong]).double().mean() > 0.5:
+            return key, hint
     if (got - want).abs().max() < 0.5:
         return "round", "almost: round to the nearest whole position (torch.round) before you return."
     if ((got == want - 1) | (got == want)).all():
         return "floor", "int(), floor or .long() cut 41.9997 down to 41: round to the nearest whole position."
-    for key, hint, candidate in _pair_mistakes(pe):
-        if (got == candidate.round()).double().mean() > 0.9 or torch.allclose(got, candidate, atol=1e-3):
-            return key, hint
     d = pe.shape[-1]
     for i in range(d // 2):  # reading a pair whose circle is shorter than the positions: got = want modulo its length
         length = 2 * math.pi * 10000.0 ** (2 * i / d)

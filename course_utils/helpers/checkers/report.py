@@ -135,10 +135,29 @@ def error_tip(err: BaseException, shapes: bool = True) -> str:
 
 
 class _Run:
-    """One checker run: how many calls of the student's code have returned so far."""
+    """One checker run: how many calls of the student's code have returned so far, and the answers
+    collected so far (``compare.Answers``, so that a crash in a later case does not hide an earlier mistake)."""
 
     def __init__(self) -> None:
-        self.returned = 0
+        self.returned, self.answers = 0, []
+
+
+def current_run() -> _Run | None:
+    return _RUN.get()
+
+
+def _earlier_mistake(run: _Run, explained_only: bool = False) -> Hint | None:
+    """The hint for answers that were already wrong before a later case crashed (or broke a rule of its
+    own): the known mistake they show, or (``explained_only=False``) their neutral message; else None."""
+    for answers in run.answers:
+        if answers.wrong and answers.otherwise is not None:
+            if explained_only and answers.explained_by() is None:
+                continue
+            try:
+                answers.verdict()
+            except Hint as hint:
+                return hint
+    return None
 
 
 _RUN: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("checker_run", default=None)
@@ -164,15 +183,15 @@ def call(fn: Callable, *args, case: str = "", **kwargs):
     return result
 
 
-def construct(cls: Callable, *args, case: str = "", **kwargs):
-    """``call(cls, *args, **kwargs)`` for making an instance of the student's class: a constructor that
-    works does not make a forward that raises NotImplementedError "not finished" (it is not started)."""
+def call_setup(fn: Callable, *args, case: str = "", **kwargs):
+    """``call(fn, *args, **kwargs)`` for a call that only prepares (the student's constructor, an instance's
+    ``state_dict``): that it works does not make a forward that raises NotImplementedError "not finished"."""
     run = _RUN.get()
     before = run.returned if run is not None else 0
-    instance = call(cls, *args, case=case, **kwargs)
+    result = call(fn, *args, case=case, **kwargs)
     if run is not None:
         run.returned = before
-    return instance
+    return result
 
 
 class failing_case:
@@ -224,10 +243,15 @@ def report(task: str, check: Callable[[int], None] | Callable[[], None], seed: i
     :class:`CheckResult`. Only exceptions raised through :func:`call` (or a :class:`Hint`) are the
     student's; any other exception escaping ``check`` is the checker's own bug."""
     seed = new_seed() if seed is None else int(seed)
-    token = _RUN.set(_Run())
+    run = _Run()
+    token = _RUN.set(run)
     try:
         check(seed) if inspect.signature(check).parameters else check()
-    except (Hint, StudentCrash, NotDone) as outcome:
+    except StudentCrash as crash:
+        result = _verdict(task, seed, _earlier_mistake(run) or crash)
+    except Hint as hint:  # a rule a later case broke: an earlier, recognised mistake is named first
+        result = _verdict(task, seed, hint if getattr(hint, "verdict", False) else _earlier_mistake(run, True) or hint)
+    except NotDone as outcome:
         result = _verdict(task, seed, outcome)
     except Exception as err:  # noqa: BLE001 - anything else is the checker's own fault
         result = _verdict(task, seed, err)
@@ -271,16 +295,18 @@ def as_float(value, what: str, verb: str = "should be") -> float:
         if value.numel() != 1:
             raise Hint(f"{what} returned a tensor of shape {tuple(value.shape)}: return one number.")
         if value.dtype == torch.bool or value.is_complex():
-            raise Hint(f"{what} {verb} a number (a float), got a {value.dtype} tensor.")
+            raise Hint(f"{what} {verb} one number (a float), got a {value.dtype} tensor.")
         return float(value.item())
     if isinstance(value, (bool, str, bytes, np.bool_, np.str_, np.bytes_)):
-        raise Hint(f"{what} {verb} a number (a float), got {type(value).__name__} {value!r}.")
+        raise Hint(f"{what} {verb} one number (a float), got {type(value).__name__} {value!r}.")
+    if isinstance(value, (list, tuple, dict)):
+        raise Hint(f"{what} {verb} one number (a float), got {kind_of(value)}.")
     shape = getattr(value, "shape", ())
     if shape not in ((), (1,)):
         raise Hint(f"{what} returned an array of shape {tuple(shape)}: return one number.")
     if isinstance(value, np.ndarray) and value.dtype.kind not in "iuf":
-        raise Hint(f"{what} {verb} a number (a float), got an array of {value.dtype}.")
+        raise Hint(f"{what} {verb} one number (a float), got an array of {value.dtype}.")
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise Hint(f"{what} {verb} a number (a float), got {kind_of(value)}.") from None
+        raise Hint(f"{what} {verb} one number (a float), got {kind_of(value)}.") from None

@@ -80,7 +80,7 @@ def check_rope(fn, seed: int) -> None:
              ((4, 64), 1000, torch.float64), ((2, 2, 50, 32), 3, torch.float32)]
     T, half = (int(v) for v in torch.randint(1, 20, (2,), generator=hidden))
     cases.append(((3, T, 2 * half), int(torch.randint(0, 500, (1,), generator=hidden)), torch.float32))
-    answers = Answers(_same)
+    answers = Answers(_same, _otherwise)
     for k, (shape, offset, dtype) in enumerate(cases):
         x = torch.randn(*shape, generator=g if k < 5 else hidden, dtype=dtype)
         where = f"x of shape {shape} ({str(dtype).replace('torch.', '')}), offset={offset}"
@@ -92,4 +92,4 @@ def check_rope(fn, seed: int) -> None:
             if out.dtype != dtype:
                 raise Hint(f"the output is {out.dtype}: create every tensor in x's dtype (dtype=x.dtype).")
         answers.add(where, out, _reference(x, offset), lambda a=(x, offset): _mistakes(*a), x=x)
-    answers.verdict(_otherwise)
+    answers.verdict()

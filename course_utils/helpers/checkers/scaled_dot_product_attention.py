@@ -84,7 +84,9 @@ def check_qkv_head(fn, seed: int) -> None:
 
     ``X`` is ``(n, d)`` or ``(B, n, d)``; ``W_q``, ``W_k`` are ``(d, d_k)``; ``W_v`` is ``(d, d_v)``.
     """
-    weights, outputs = Answers(close), Answers(close)
+    weights = Answers(close, lambda c: "the weights differ from softmax((X W_q)(X W_k)^T / sqrt(d_k)) (largest "
+                      f"difference {largest_difference(c.got, c.expected):.3g}).")
+    outputs = Answers(close, lambda c: "the weights are right but the output is not: output = weights @ (X @ W_v).")
     for X, W_q, W_k, W_v in _cases(generator(seed)):
         where = f"X {tuple(X.shape)}, W_q {tuple(W_q.shape)}, W_k {tuple(W_k.shape)}, W_v {tuple(W_v.shape)}"
         with failing_case(where):
@@ -92,6 +94,5 @@ def check_qkv_head(fn, seed: int) -> None:
         ref_out, ref_w = _reference(X, W_q, W_k, W_v)
         weights.add(where, w, ref_w, lambda a=(X, W_q, W_k, W_v): _weight_mistakes(*a))
         outputs.add(where, out, ref_out, lambda a=(X, W_q, W_k, W_v, ref_w): _output_mistakes(*a))
-    weights.verdict(lambda c: "the weights differ from softmax((X W_q)(X W_k)^T / sqrt(d_k)) (largest difference "
-                              f"{largest_difference(c.got, c.expected):.3g}).")
-    outputs.verdict(lambda c: "the weights are right but the output is not: output = weights @ (X @ W_v).")
+    weights.verdict()
+    outputs.verdict()

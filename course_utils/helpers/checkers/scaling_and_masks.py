@@ -113,7 +113,7 @@ def check_masked_softmax(fn, seed: int) -> None:
     g = generator(seed)
     groups = []
     for cases in (_ordinary_cases(g), _extreme_cases(g)):
-        answers = Answers(lambda a, b: close(a, b, nan_ok=True))
+        answers = Answers(lambda a, b: close(a, b, nan_ok=True), _otherwise)
         for what, scores, mask in cases:
             where = f"{what}: scores {tuple(scores.shape)}, mask {tuple(mask.shape)}"
             with failing_case(where):
@@ -135,4 +135,4 @@ def check_masked_softmax(fn, seed: int) -> None:
                        "score of a row lies below it, the blocked keys win. Fill with the most negative number of the "
                        "dtype, torch.finfo(scores.dtype).min, or with -inf (then turn rows with no allowed key into "
                        "zeros).", case.description)
-        answers.verdict(_otherwise)
+        answers.verdict()

@@ -147,34 +147,30 @@ def _check_lengths(got: list[int], lengths: torch.Tensor, steps: _Steps) -> None
     raise Hint(f"expected {len(steps.b)} offsets (one per token step t < n, example after example), got {len(got)}.")
 
 
+def _otherwise(case) -> str:
+    steps = case.info["steps"]
+    k = int((~steps.right.hits(case.got)).nonzero()[0])
+    b, t, n, mirror = (int(v[k]) for v in (steps.b, steps.t, steps.n, steps.mirror))
+    return (f"at example {b}, step {t} (n = {n}, mirrored position {mirror}): offset {int(case.got[k])} does not point "
+            f"at a largest weight among positions 0..n-1 (weights {[round(w, 3) for w in steps.rows[k, :n].tolist()]}).")
+
+
 @register("peak_offsets", twins=TWINS)
 def check_peak_offsets(fn, seed: int) -> None:
     """Check ``fn(weights (B, T_out, T_in), lengths (B,)) -> offsets``: for every example b and token step
     t < n = lengths[b], the position of the largest weight among the real positions i < n minus the mirrored
     position n - 1 - t, example after example (a 1-D tensor or list; one sequence per example is fine too).
     Where a row has several largest weights, an offset to any of them is right."""
-    answers = Answers(lambda got, judge: judge.holds(got))
-    cases = []
+    answers = Answers(lambda got, judge: judge.holds(got), _otherwise)
     for where, weights, lengths in _offset_cases(generator(seed)):
         with failing_case(where):
             got = _as_offsets(call_unchanged(fn, weights, lengths, names=("weights", "lengths"), case=where), lengths)
             steps = _Steps(weights, lengths)
             _check_lengths(got, lengths, steps)
         got = torch.tensor(got, dtype=torch.long)
-        if not answers.add(where, got, steps.right, steps.mistakes):
+        if not answers.add(where, got, steps.right, steps.mistakes, steps=steps):
             order = steps.reordered(got)
             if order is not None:
                 raise Hint(f"your offsets are right but in another order, {order}: list them example after example, "
                            "steps t = 0, 1, ..., n - 1 of example 0, then those of example 1, and so on.", where)
-        cases.append(steps)
-    found = answers.explained_by()
-    if found is not None:
-        hint, case = found
-        raise Hint(hint, case.description)
-    for case, steps in zip(answers.cases, cases):
-        if not case.ok:
-            k = int((~steps.right.hits(case.got)).nonzero()[0])
-            b, t, n, mirror = (int(v[k]) for v in (steps.b, steps.t, steps.n, steps.mirror))
-            raise Hint(f"at example {b}, step {t} (n = {n}, mirrored position {mirror}): offset {int(case.got[k])} "
-                       "does not point at a largest weight among positions 0..n-1 (weights "
-                       f"{[round(w, 3) for w in steps.rows[k, :n].tolist()]}).", case.description)
+    answers.verdict()

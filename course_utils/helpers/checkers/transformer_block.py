@@ -76,7 +76,11 @@ def _cases(g: torch.Generator):
 @register("pre_norm_block", twins=TWINS)
 def check_pre_norm_block(fn: Callable, seed: int) -> None:
     """``fn(block, x (B, T, d_model), mask=None) -> (out, weights)``: y = x + attn(norm1(x)), y + ffn(norm2(y))."""
-    outs, weights = Answers(_same), Answers(_same)
+    outs = Answers(_same, lambda c: f"out differs from y + ffn(norm2(y)) with y = x + attn(norm1(x)) (largest "
+                                    f"difference {largest_difference(c.got, c.expected):.3g}).")
+    weights = Answers(_same, lambda c: "out is right but weights are not: return the attention weights "
+                                       f"{tuple(c.expected.shape)} (B, h, T, T) of the attention you ran, "
+                                       "block.attn(h, h, h, mask)[1].")
     for name, block, x, mask, init in _cases(generator(seed)):
         pre = copy.deepcopy(block)
         pre.norm_first = True  # the course's pre-norm block with the same weights
@@ -98,7 +102,5 @@ def check_pre_norm_block(fn: Callable, seed: int) -> None:
             outs.add(name, out.to(x.dtype), want, lambda a=(block, x, mask): _block_mistakes(*a))
             weights.add(name, w.to(x.dtype), want_w)
     with torch.no_grad():
-        outs.verdict(lambda c: f"out differs from y + ffn(norm2(y)) with y = x + attn(norm1(x)) (largest difference "
-                               f"{largest_difference(c.got, c.expected):.3g}).")
-    weights.verdict(lambda c: f"out is right but weights are not: return the attention weights {tuple(c.expected.shape)} "
-                              "(B, h, T, T) of the attention you ran, block.attn(h, h, h, mask)[1].")
+        outs.verdict()
+    weights.verdict()

@@ -165,6 +165,15 @@ def _local_names(node: ast.AST) -> set[str]:
     return names - declared_global
 
 
+def _aliases(root: ast.AST) -> dict[str, ast.AST]:
+    """A function's or class's own ``name = <expression>`` assignments (a name assigned once: an alias)."""
+    found: dict[str, list] = {}
+    for node in ast.walk(root):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found.setdefault(node.targets[0].id, []).append(node.value)
+    return {name: values[0] for name, values in found.items() if len(values) == 1}
+
+
 class _Analysis:
     """The twins that definitions in ``sources`` (notebook cells or one module, in order) reach."""
 
@@ -179,11 +188,14 @@ class _Analysis:
 
     # --- resolving expressions ------------------------------------------------------------------
 
-    def _path(self, node: ast.AST, local: set[str], depth: int = 0) -> str | None:
-        """The dotted path an expression stands for (a course module, function, class...), if any."""
+    def _path(self, node: ast.AST, local: set[str], depth: int = 0, aliases: dict | None = None) -> str | None:
+        """The dotted path an expression stands for (a course module, function, class...), if any;
+        ``aliases``: the function's own ``name = <expression>`` assignments."""
         if depth > 20:
             return None
         if isinstance(node, ast.Name):
+            if aliases and node.id in aliases:
+                return self._path(aliases[node.id], local, depth + 1, aliases)
             if node.id in local:
                 return None
             bound = self.ns.get(node.id)
@@ -193,10 +205,10 @@ class _Analysis:
                 return self._path(bound.node, set(), depth + 1)
             return None
         if isinstance(node, ast.Attribute):
-            base = self._path(node.value, local, depth + 1)
+            base = self._path(node.value, local, depth + 1, aliases)
             return f"{base}.{node.attr}" if base else None
         if isinstance(node, ast.Call):
-            func = self._path(node.func, local, depth + 1) if not isinstance(node.func, ast.Name) else (
+            func = self._path(node.func, local, depth + 1, aliases) if not isinstance(node.func, ast.Name) else (
                 None if node.func.id in local else self._builtin_or_path(node.func.id))
             text = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             if func == "importlib.import_module" and len(node.args) == 1 and text:
@@ -204,7 +216,7 @@ class _Analysis:
             if func == "__import__" and node.args and text and node.args[0].__class__ is ast.Constant:
                 return text[0] if len(node.args) >= 4 or node.keywords else text[0].split(".")[0]
             if func == "getattr" and len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant) and text:
-                base = self._path(node.args[0], local, depth + 1)
+                base = self._path(node.args[0], local, depth + 1, aliases)
                 return f"{base}.{node.args[1].value}" if base else None
         return None
 
@@ -258,6 +270,7 @@ class _Analysis:
             return
         self.seen.add(id(root))
         local = _local_names(root) if isinstance(root, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else set()
+        aliases = _aliases(root)
         skip = set()
         if isinstance(root, ast.ClassDef):
             local = _local_names(root)
@@ -274,7 +287,7 @@ class _Analysis:
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
                 self._follow(self.ns.get(node.id))
             elif isinstance(node, (ast.Attribute, ast.Call)):
-                self._note(self._path(node, local))
+                self._note(self._path(node, local, aliases=aliases))
 
     def _inherited(self, cls: ast.ClassDef) -> None:
         """A class that inherits a twin class hands its work over if it keeps its forward or calls super()'s."""
