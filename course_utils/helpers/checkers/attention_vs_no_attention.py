@@ -9,7 +9,7 @@ import torch
 
 from .compare import Answers, call_unchanged, fraction_close
 from .registry import register
-from .report import Hint, StudentCrash, as_float, failing_case, generator
+from .report import Hint, StudentCrash, as_float, failing_case, generator, kind_of
 
 NOTEBOOK = "08_attention_vs_no_attention"
 _TRAINING = "course_utils.models.seq2seq_training"
@@ -192,7 +192,10 @@ def _by_length_answer(fn, pred, target, lengths, desc: str) -> dict[int, float]:
                        "present in the batch (e.g. torch.unique(src_lengths)), not a range of lengths.") from None
         raise
     if not isinstance(result, dict):
-        raise Hint(f"return a dict {{source length: accuracy}}, got {type(result).__name__}.")
+        if type(result).__name__ == "dict":  # a dict that is not plain data (seen from another process)
+            raise Hint("the keys should be the source lengths as ints and the values numbers ({5: 0.8, ...}); your dict "
+                       "has other keys or values.")
+        raise Hint(f"return a dict {{source length: accuracy}}, got {kind_of(result)}.")
     expected = _by_length_ref(pred, target, lengths)
     keys = list(result)
     if any(isinstance(k, torch.Tensor) for k in keys):
