@@ -326,6 +326,19 @@ def _ipython():
     return module.get_ipython() if module is not None and hasattr(module, "get_ipython") else None
 
 
+def _notebook_cells() -> list[str]:
+    """The cells this IPython session ran, in order: its input history, or (history not stored) the cells
+    IPython compiled into ``linecache``; ``[]`` outside IPython."""
+    ip = _ipython()
+    if ip is None:
+        return []
+    cells = [c for c in ip.user_ns.get("In", []) if isinstance(c, str) and c]
+    if cells:
+        return cells
+    return ["".join(lines) for name, (_, _, lines, _) in list(linecache.cache.items())
+            if name.startswith("<ipython-input-") or "ipykernel_" in name]
+
+
 def _nodes_at(tree: ast.Module, line: int, name: str, params: list[str]) -> list[ast.AST]:
     """The definitions (def, class, lambda) that start on ``line``; for lambdas, those with these parameters."""
     found = []
@@ -385,8 +398,7 @@ def answer_twin_calls(answer, takes: str, twins: Mapping[str, str]) -> list[str]
             return [direct]
         target = inspect.unwrap(answer) if callable(answer) else answer
         name = getattr(target, "__name__", "")
-        ip = _ipython()
-        cells = [c for c in (ip.user_ns.get("In", []) if ip is not None else []) if isinstance(c, str) and c]
+        cells = _notebook_cells()
         in_notebook = bool(cells) and getattr(answer, "__module__", None) == "__main__"
         text, line = _source_of(target)
         tree = _parse(text) if text else None
@@ -398,13 +410,13 @@ def answer_twin_calls(answer, takes: str, twins: Mapping[str, str]) -> list[str]
         else:
             nodes = _nodes_at(tree, line, name, params)
         analysis = _Analysis([*cells, text] if in_notebook else [text], twins)
-        if nodes:
-            for node in nodes:
-                analysis.node(node)
-            return list(analysis.found)
-        if in_notebook:
-            key = name if name.isidentifier() and name in analysis.ns else takes
-            return list(analysis.name(key))
-        return []
+        for node in nodes:
+            analysis.node(node)
+        if in_notebook and not all(node in tree.body for node in nodes):
+            # not a notebook-level definition (e.g. the inner function of a decorator without functools.wraps):
+            # read the definition the notebook binds to the name instead
+            key = name if name.isidentifier() and name in analysis.ns and nodes == [] else takes
+            analysis.name(key)
+        return list(analysis.found)
     except Exception:  # noqa: BLE001 - never block a student's check on this; a grader runs twin_calls itself
         return []
