@@ -11,7 +11,7 @@ import torch
 from course_utils.core.transformer import TransformerBlock
 from course_utils.helpers.checkers import check_decode_position, check_pre_norm_block
 
-SEEDS = range(20)  # every hidden draw differs; 20 prove what 100 did (each draw covers all sizes)
+SEEDS = range(10)  # every hidden draw differs; 10 prove what 100 did (each draw covers every size and mask)
 
 
 def _passes_every_draw(checker, answer, seeds, capsys):
@@ -139,7 +139,7 @@ WRONG_DECODE = {
 @pytest.mark.parametrize("name", WRONG_DECODE)
 def test_decode_position_known_mistakes_get_their_hint(name, capsys):
     answer, phrase = WRONG_DECODE[name]
-    for seed in (0, 1, 2):
+    for seed in (0, 1):
         _wrong(capsys, check_decode_position(answer, seed=seed), phrase)
 
 
@@ -175,7 +175,7 @@ def pre_norm_by_hand(block, x, mask=None):  # LayerNorm written out, a list retu
 
 @pytest.mark.parametrize("answer", [pre_norm, pre_norm_by_hand])
 def test_pre_norm_block_right_answers_pass_every_draw(answer, capsys):
-    _passes_every_draw(check_pre_norm_block, answer, SEEDS[:8], capsys)  # 5 blocks of random weights per draw
+    _passes_every_draw(check_pre_norm_block, answer, SEEDS[:3], capsys)  # 5 blocks of random weights per draw
 
 
 def test_pre_norm_block_stub_is_not_yet(capsys):
@@ -245,7 +245,7 @@ WRONG_BLOCK = {
 @pytest.mark.parametrize("name", WRONG_BLOCK)
 def test_pre_norm_block_known_mistakes_get_their_hint(name, capsys):
     answer, phrase = WRONG_BLOCK[name]
-    for seed in (0, 1, 2):
+    for seed in (0, 1):
         _wrong(capsys, check_pre_norm_block(answer, seed=seed), phrase)
 
 

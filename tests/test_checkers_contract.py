@@ -24,7 +24,6 @@ from torch import nn
 
 from course_utils.helpers import checkers
 from course_utils.helpers.checkers import fixtures
-from course_utils.models import dates as D
 
 
 class ContractBreach(BaseException):

@@ -339,15 +339,26 @@ def _notebook_cells() -> list[str]:
             if name.startswith("<ipython-input-") or "ipykernel_" in name]
 
 
-def _nodes_at(tree: ast.Module, line: int, name: str, params: list[str]) -> list[ast.AST]:
+@functools.lru_cache(maxsize=256)
+def _definitions(text: str) -> dict[int, list[ast.AST]]:
+    """The definitions (def, class, lambda) of a source text by the lines they start on (decorators too)."""
+    found: dict[int, list[ast.AST]] = {}
+    for node in ast.walk(_parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for line in {node.lineno, *(d.lineno for d in node.decorator_list)}:
+                found.setdefault(line, []).append(node)
+        elif isinstance(node, ast.Lambda):
+            found.setdefault(node.lineno, []).append(node)
+    return found
+
+
+def _nodes_at(text: str, line: int, name: str, params: list[str]) -> list[ast.AST]:
     """The definitions (def, class, lambda) that start on ``line``; for lambdas, those with these parameters."""
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            if line in (node.lineno, first) and node.name == name:
-                found.append(node)
-        elif isinstance(node, ast.Lambda) and node.lineno == line and name == "<lambda>":
+    for node in _definitions(text).get(line, []):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            found.append(node)
+        elif isinstance(node, ast.Lambda) and name == "<lambda>":
             found.append(node)
     lambdas = [n for n in found if isinstance(n, ast.Lambda) and [a.arg for a in n.args.args] == params[: len(n.args.args)]]
     return lambdas or found
@@ -408,7 +419,7 @@ def answer_twin_calls(answer, takes: str, twins: Mapping[str, str]) -> list[str]
         elif isinstance(target, type):
             nodes = _classes_named(tree, getattr(target, "__qualname__", name))[-1:]
         else:
-            nodes = _nodes_at(tree, line, name, params)
+            nodes = _nodes_at(text, line, name, params)
         analysis = _Analysis([*cells, text] if in_notebook else [text], twins)
         for node in nodes:
             analysis.node(node)
