@@ -47,7 +47,8 @@ def _cases(seed: int):
     g = generator(seed)
     steps = (1 + torch.rand(5, generator=g, dtype=torch.float64) * 3).cumprod(0)
     lengths = [int(round(16 * s)) for s in steps.tolist()]
-    times = (1e-6 * torch.tensor(lengths, dtype=torch.float64) ** 2 * (1 + torch.rand(5, generator=g, dtype=torch.float64))).tolist()
+    noise = 1 + torch.rand(5, generator=g, dtype=torch.float64)
+    times = (1e-6 * torch.tensor(lengths, dtype=torch.float64) ** 2 * noise).tolist()
     cases.append(("hidden random lengths and times", lengths, times))
     return cases
 

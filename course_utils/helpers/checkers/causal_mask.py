@@ -156,13 +156,15 @@ def _attention_case(g: torch.Generator, lead: tuple[int, ...], n: int, m: int, d
 def _attention_cases(seed: int):
     g = torch.Generator().manual_seed(505)
     # 1. One square self-attention with the causal mask (Q @ K without a transpose runs here).
-    yield torch.randn(4, 4, generator=g), torch.randn(4, 4, generator=g), torch.randn(4, 3, generator=g), _causal_reference(4)
+    Q, K, V = torch.randn(4, 4, generator=g), torch.randn(4, 4, generator=g), torch.randn(4, 3, generator=g)
+    yield Q, K, V, _causal_reference(4)
     # 2. A batch, n != m, and a mask that is not causal; every size differs (d_k=3, d_v=7, n=5, m=6, B=2).
     Q, K, V = torch.randn(2, 5, 3, generator=g), torch.randn(2, 6, 3, generator=g), torch.randn(2, 6, 7, generator=g)
     yield Q, K, V, torch.tensor([[1, 0, 1, 1, 0, 1], [0, 1, 0, 0, 1, 1], [1, 1, 1, 0, 0, 0], [0, 0, 0, 0, 0, 1],
                                  [1, 1, 0, 1, 1, 1]], dtype=torch.bool)
     # 3. Heads (B, h, n, d_k) with a padding-style mask (B, 1, 1, m): sequence 0 has 2 padding keys.
-    Q, K, V = torch.randn(2, 2, 3, 4, generator=g), torch.randn(2, 2, 5, 4, generator=g), torch.randn(2, 2, 5, 2, generator=g)
+    Q, K = torch.randn(2, 2, 3, 4, generator=g), torch.randn(2, 2, 5, 4, generator=g)
+    V = torch.randn(2, 2, 5, 2, generator=g)
     yield Q, K, V, torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
     # 4-5. Hidden random cases: batch and head axes, n != m (9 to 30), all sizes distinct.
     g = generator(seed)
@@ -174,7 +176,8 @@ def _attention_cases(seed: int):
         yield Q, K, torch.randn(*lead, m, d_v, generator=g), _random_mask(g, lead, n, m)
 
 
-@register("masked_attention", twins={"scaled_dot_product_attention": "course_utils.core.attention.scaled_dot_product_attention"})
+@register("masked_attention",
+          twins={"scaled_dot_product_attention": "course_utils.core.attention.scaled_dot_product_attention"})
 def check_masked_attention(fn, seed: int) -> None:
     """Check ``fn(Q, K, V, mask) -> (output, weights)``: masked scaled dot-product attention, True = may
     attend, on 3 fixed cases and 2 hidden random ones (batch/head axes, n != m, causal, padding or irregular masks)."""

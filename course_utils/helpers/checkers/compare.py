@@ -192,10 +192,11 @@ def _unchanged(before, after) -> bool:
         return same_tensor(before, after)
     if isinstance(before, np.ndarray):
         return isinstance(after, np.ndarray) and np.array_equal(before, after, equal_nan=before.dtype.kind == "f")
-    if isinstance(before, (dict, list)):
-        return type(before) is type(after) and len(before) == len(after) and all(
-            _unchanged(b, a) for b, a in (zip(before.values(), after.values()) if isinstance(before, dict)
-                                         else zip(before, after))) and (not isinstance(before, dict) or list(before) == list(after))
+    if isinstance(before, dict):
+        return isinstance(after, dict) and list(before) == list(after) and all(
+            _unchanged(before[k], after[k]) for k in before)
+    if isinstance(before, list):
+        return isinstance(after, list) and len(before) == len(after) and all(map(_unchanged, before, after))
     return True
 
 

@@ -125,7 +125,8 @@ def _cross_crash_hint(err: Exception, desc: str, n: int, m: int, mask, solved: l
                     "(keys, the last axis): add a head axis so that it broadcasts to (B, h, n, m).")
     if "same length m" in text:
         return Hint(f"{text}. Keys and values must both come from the encoder.")
-    if type(err).__name__ == "RuntimeError" and any(s in text for s in ("must match the size", "cannot be multiplied", "Expected size")):
+    shapes = ("must match the size", "cannot be multiplied", "Expected size")
+    if type(err).__name__ == "RuntimeError" and any(s in text for s in shapes):
         return Hint(f"a matrix product got mismatched shapes ({text}). The scores are Q @ K.transpose(-2, -1): "
                     "(..., n, d_k) @ (..., d_k, m) -> (..., n, m); then weights @ V: (..., n, m) @ (..., m, d_k).")
     return None
@@ -187,7 +188,8 @@ def check_cross_attention(layer_cls: type, seed: int) -> None:
     layer size d_model=12, num_heads=3).
     """
     layers, solved, masks = {}, [], {}
-    answers = Answers(close_on_rows, lambda case: _cross_generic_hint(*case.got, *case.expected[:2], masks[case.description]))
+    answers = Answers(close_on_rows,
+                      lambda case: _cross_generic_hint(*case.got, *case.expected[:2], masks[case.description]))
     fixed = [(desc, B, n, m, lengths, _CROSS_D_MODEL, _CROSS_HEADS) for desc, B, n, m, lengths in _CROSS_LAYER_CASES]
     g_random = generator(seed + 1)
     for k, (desc, B, n, m, lengths, d, h) in enumerate(fixed + _random_layer_cases(seed)):
@@ -333,5 +335,6 @@ def check_strongest_source(fn: Callable, seed: int) -> None:
         with failing_case(where):
             got = _source_answer(fn, weights)
         answers.add(where, got, weights.mean(1).argmax(-1),
-                    lambda w=weights: [(f"source {k}", hint, lambda f=f: f(w)) for k, (f, hint) in enumerate(_SOURCE_MISTAKES)])
+                    lambda w=weights: [(f"source {k}", hint, lambda f=f: f(w))
+                                       for k, (f, hint) in enumerate(_SOURCE_MISTAKES)])
     answers.verdict()

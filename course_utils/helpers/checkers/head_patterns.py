@@ -323,7 +323,8 @@ def check_classify_heads(fn, seed: int) -> None:
     on 4 fixed cases (one exactly on both default thresholds) and 2 hidden random ones (n = 2..64, thresholds
     k/16, distances exactly on, just beside and away from each threshold)."""
     # Distances as the float32 values the student receives, so that the rules see the same numbers.
-    cases = [(tuple(torch.tensor(d).tolist()), n, lo, hi) for d, n, lo, hi in (*_CLASSIFY_CASES, *_random_classify_cases(seed))]
+    cases = [(tuple(torch.tensor(d).tolist()), n, lo, hi)
+             for d, n, lo, hi in (*_CLASSIFY_CASES, *_random_classify_cases(seed))]
 
     def otherwise(case) -> str:
         distances, n = next((d, n) for d, n, lo, hi in cases if _describe(d, n, lo, hi) == case.description)

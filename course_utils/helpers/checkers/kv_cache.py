@@ -40,7 +40,8 @@ def _mistakes(q, k_cache, v_cache, k_new, v_new) -> list[tuple]:
         ("softmax over the wrong axis: use dim=-1, over the keys.", lambda: softmax_masked(scores, mask, -2) @ V),
     ]
     sizes = {"the number of keys t + s": t + s, "d_v = v_new.shape[-1]": v_new.shape[-1]}
-    return wrong + [(key, hint, lambda w=w: w() @ V) for key, hint, w in scale_mistakes(raw, mask, d_k, sizes, "q_new.shape[-1]")]
+    scales = scale_mistakes(raw, mask, d_k, sizes, "q_new.shape[-1]")
+    return wrong + [(key, hint, lambda w=w: w() @ V) for key, hint, w in scales]
 
 
 def _cache_hints(name: str, got, want, old, new, t: int) -> None:

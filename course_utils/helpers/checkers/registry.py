@@ -24,10 +24,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .report import CheckResult, report
-from .twins import answer_twin_calls
+from .answer_source import answer_twin_calls
 
 PACKAGE = __name__.rsplit(".", 1)[0]
-MACHINERY = frozenset({"attention_mistakes", "compare", "fixtures", "registry", "report", "transport", "twins"})
+MACHINERY = frozenset({"answer_source", "attention_mistakes", "compare", "fixtures", "registry", "report", "transport",
+                       "twins"})
 KINDS = ("function", "class")
 
 
@@ -65,7 +66,7 @@ def register(task: str, *, takes: str | None = None, kind: str = "function",
     ``report.call``) into the public ``check_x(answer, seed=None) -> CheckResult``, and register it.
 
     The public check first refuses an answer that hands its work to one of ``twins`` (read from its
-    source, see ``twins.answer_twin_calls``), then runs the judging under ``report.report``.
+    source, see ``answer_source.answer_twin_calls``), then runs the judging under ``report.report``.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

@@ -218,7 +218,8 @@ def _verdict(task: str, seed: int, outcome: BaseException | None) -> CheckResult
             "and run the cell again."))
     if isinstance(outcome, NotDone):
         error, case = one_line(outcome), one_line(outcome.case or "one of the cases", 300)
-        text = f"your function is not finished for {case}: it raised {error}. The cases before it work; handle this one too."
+        text = (f"your function is not finished for {case}: it raised {error}. The cases before it work; handle this "
+                "one too.")
         return CheckResult(task, "not done", hint=one_line(text, 600), case=one_line(outcome.case, 300), error=error,
                            seed=seed, message=f"[not yet] {task}: {one_line(text, 900)}")
     if isinstance(outcome, Hint):

@@ -12,7 +12,8 @@ from .registry import register
 from .report import Hint, expect_tensor, failing_case, generator
 
 NOTEBOOK = "17_rotary_position_embeddings"
-TWINS = {"apply_rope": "course_utils.core.rope.apply_rope", "rope_rotation_matrix": "course_utils.core.rope.rope_rotation_matrix",
+TWINS = {"apply_rope": "course_utils.core.rope.apply_rope",
+         "rope_rotation_matrix": "course_utils.core.rope.rope_rotation_matrix",
          "RotaryMultiHeadAttention": "course_utils.core.rope.RotaryMultiHeadAttention"}
 
 

@@ -77,8 +77,8 @@ def _extreme_cases(g: torch.Generator):
     mask, r = rows(3, 5, torch.float64)
     yield "allowed scores near -1e300 (float64)", -1e300 * (1 + r), mask
     huge = torch.tensor([[3e38, -3e38, 0.0, 1e4, -1e4], [-3e38, 1.0, 3e38, -1.0, 2.0], [-3e38, -3e38, -1e30, 5.0, -2.0]])
-    yield "rows that mix scores of +-3e38 with small ones", huge, torch.tensor([[1, 1, 1, 0, 1], [1, 0, 1, 1, 0], [1, 1, 0, 1, 1]],
-                                                                              dtype=torch.bool)
+    mask = torch.tensor([[1, 1, 1, 0, 1], [1, 0, 1, 1, 0], [1, 1, 0, 1, 1]], dtype=torch.bool)
+    yield "rows that mix scores of +-3e38 with small ones", huge, mask
 
 
 def _finite_fill(answers: Answers) -> bool:
@@ -101,7 +101,8 @@ def _otherwise(case) -> str:
     blocked = (want == 0) & (got != 0)
     if blocked.any() and got[blocked].abs().max() > 1e-6:
         return f"a blocked key (mask False) gets weight {got[blocked].abs().max().item():.3g}: it must get exactly 0."
-    return f"the weights differ from the softmax over the allowed keys (largest difference {largest_difference(got, want):.3g})."
+    return ("the weights differ from the softmax over the allowed keys (largest difference "
+            f"{largest_difference(got, want):.3g}).")
 
 
 @register("masked_softmax", twins=TWINS)

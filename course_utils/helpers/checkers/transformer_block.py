@@ -36,7 +36,8 @@ def _block_mistakes(block: TransformerBlock, x: torch.Tensor, mask) -> list[tupl
             ("norm1 and norm2 swapped: norm1 goes before the attention, norm2 before the FFN.", lambda: pre(n2, n1)),
             (f"the residual path carries the normalised input: add each sub-layer's output to x and y themselves, {RULE}.",
              lambda: pre(n1, n2, normed_residual=True)),
-            ("the FFN reads y itself: its input is norm2(y), out = y + ffn(norm2(y)).", lambda: pre(n1, n2, ffn_reads_y=True)),
+            ("the FFN reads y itself: its input is norm2(y), out = y + ffn(norm2(y)).",
+             lambda: pre(n1, n2, ffn_reads_y=True)),
             ("a LayerNorm after the last sum: a pre-norm block returns y + ffn(norm2(y)) as it is (a pre-norm STACK adds "
              "one final LayerNorm after its last block).", lambda: pre(n1, n2, last=n2)),
             (f"no residual connections: add each sub-layer's output to its input, {RULE}.",
@@ -59,10 +60,10 @@ def _same(a: torch.Tensor, b) -> bool:
 
 
 def _cases(g: torch.Generator):
-    for d, h, d_ff, (B, T), kind, dtype in [(16, 2, 24, (2, 5), None, torch.float32), (8, 1, 16, (3, 1), None, torch.float32),
-                                           (32, 4, 64, (2, 6), "causal", torch.float32),
-                                           (12, 3, 20, (3, 7), "padding", torch.float32),
-                                           (24, 4, 40, (1, 9), "causal", torch.float64)]:
+    sizes = [(16, 2, 24, (2, 5), None, torch.float32), (8, 1, 16, (3, 1), None, torch.float32),
+             (32, 4, 64, (2, 6), "causal", torch.float32), (12, 3, 20, (3, 7), "padding", torch.float32),
+             (24, 4, 40, (1, 9), "causal", torch.float64)]
+    for d, h, d_ff, (B, T), kind, dtype in sizes:
         name = f"d_model {d}, {h} heads, d_ff {d_ff}, x {(B, T, d)}, {kind or 'no'} mask" + (
             ", float64" if dtype == torch.float64 else "")
         with torch.random.fork_rng(devices=[]):  # the student's global random state stays as it was

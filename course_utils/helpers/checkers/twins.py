@@ -13,8 +13,8 @@ decorated functions and outside the student's process:
   notebook-level functions and classes it uses, resolves the notebook's imports (aliases,
   ``import course_utils as cu``, attribute chains, ``importlib.import_module("...")``,
   ``getattr(module, "name")``) and returns the twins it reaches, e.g. ``["causal_mask"]``.
-- :func:`answer_twin_calls` (in a notebook or a script): the same for a function or class object,
-  read from the notebook's executed cells (IPython's ``In``) or from its source file.
+- ``answer_source.answer_twin_calls`` (in a notebook or a script): the same for a function or class
+  object, read from the notebook's executed cells (IPython's ``In``) or from its source file.
 
 A class inheriting a twin class hands its work over when it keeps the inherited ``forward`` or
 calls ``super().<method>`` (other than ``__init__``).
@@ -26,9 +26,6 @@ import ast
 import functools
 import importlib
 import importlib.util
-import inspect
-import linecache
-import sys
 import types
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -45,7 +42,7 @@ class _Expr:
 
 
 @functools.lru_cache(maxsize=512)
-def _parse(text: str) -> ast.Module | None:
+def parse(text: str) -> ast.Module | None:
     try:
         return ast.parse(text)
     except (SyntaxError, ValueError):
@@ -87,7 +84,7 @@ def _canonical(obj) -> str | None:
     return f"{module}.{name}" if isinstance(module, str) and isinstance(name, str) else None
 
 
-def _twin_name(obj, twins: Mapping[str, str]) -> str | None:
+def twin_name(obj, twins: Mapping[str, str]) -> str | None:
     """The display name of the twin ``obj`` is (a twin, a member of a twin class, a subclass of one), or None."""
     paths = {_canonical(c) for c in getattr(obj, "__mro__", ())} if isinstance(obj, type) else set()
     canon = _canonical(obj)
@@ -133,7 +130,7 @@ def _bind(statements: Iterable[ast.stmt], ns: dict) -> None:
                     if isinstance(node, ast.Name):
                         ns[node.id] = _Expr(st.value) if isinstance(target, ast.Name) else _SHADOWED
         elif isinstance(st, ast.Expr) and _cell_magic_body(st.value) is not None:
-            tree = _parse(_cell_magic_body(st.value))  # %%time, %%capture...: the cell body runs as code
+            tree = parse(_cell_magic_body(st.value))  # %%time, %%capture...: the cell body runs as code
             _bind(tree.body if tree is not None else [], ns)
         elif isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
             if isinstance(st, (ast.For, ast.AsyncFor)):
@@ -174,13 +171,13 @@ def _aliases(root: ast.AST) -> dict[str, ast.AST]:
     return {name: values[0] for name, values in found.items() if len(values) == 1}
 
 
-class _Analysis:
+class Analysis:
     """The twins that definitions in ``sources`` (notebook cells or one module, in order) reach."""
 
     def __init__(self, sources: Sequence[str], twins: Mapping[str, str]) -> None:
         self.twins, self.ns = dict(twins), {}
         for text in sources:
-            tree = _parse(text)
+            tree = parse(text)
             if tree is not None:
                 _bind(tree.body, self.ns)
         self.found: list[str] = []
@@ -228,7 +225,7 @@ class _Analysis:
 
     def _note(self, path: str | None) -> None:
         if path:
-            name = _twin_name(_resolve(path), self.twins) if path.split(".")[0] == PACKAGE else None
+            name = twin_name(_resolve(path), self.twins) if path.split(".")[0] == PACKAGE else None
             if name and name not in self.found:
                 self.found.append(name)
 
@@ -292,7 +289,7 @@ class _Analysis:
     def _inherited(self, cls: ast.ClassDef) -> None:
         """A class that inherits a twin class hands its work over if it keeps its forward or calls super()'s."""
         for base in cls.bases:
-            name = _twin_name(_resolve(self._path(base, set()) or ""), self.twins)
+            name = twin_name(_resolve(self._path(base, set()) or ""), self.twins)
             if name is None:
                 continue
             methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -318,116 +315,4 @@ def twin_calls(task: str, cell_sources: Sequence[str], twins: Mapping[str, str] 
 
         check = find_check(task)
         twins, name = dict(check.twins), check.takes
-    return list(_Analysis(cell_sources, twins).name(name))
-
-
-def _ipython():
-    module = sys.modules.get("IPython")
-    return module.get_ipython() if module is not None and hasattr(module, "get_ipython") else None
-
-
-def _notebook_cells() -> list[str]:
-    """The cells this IPython session ran, in order: its input history, or (history not stored) the cells
-    IPython compiled into ``linecache``; ``[]`` outside IPython."""
-    ip = _ipython()
-    if ip is None:
-        return []
-    cells = [c for c in ip.user_ns.get("In", []) if isinstance(c, str) and c]
-    if cells:
-        return cells
-    return ["".join(lines) for name, (_, _, lines, _) in list(linecache.cache.items())
-            if name.startswith("<ipython-input-") or "ipykernel_" in name]
-
-
-@functools.lru_cache(maxsize=256)
-def _definitions(text: str) -> dict[int, list[ast.AST]]:
-    """The definitions (def, class, lambda) of a source text by the lines they start on (decorators too)."""
-    found: dict[int, list[ast.AST]] = {}
-    for node in ast.walk(_parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for line in {node.lineno, *(d.lineno for d in node.decorator_list)}:
-                found.setdefault(line, []).append(node)
-        elif isinstance(node, ast.Lambda):
-            found.setdefault(node.lineno, []).append(node)
-    return found
-
-
-def _nodes_at(text: str, line: int, name: str, params: list[str]) -> list[ast.AST]:
-    """The definitions (def, class, lambda) that start on ``line``; for lambdas, those with these parameters."""
-    found = []
-    for node in _definitions(text).get(line, []):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            found.append(node)
-        elif isinstance(node, ast.Lambda) and name == "<lambda>":
-            found.append(node)
-    lambdas = [n for n in found if isinstance(n, ast.Lambda) and [a.arg for a in n.args.args] == params[: len(n.args.args)]]
-    return lambdas or found
-
-
-def _classes_named(tree: ast.Module, qualname: str) -> list[ast.ClassDef]:
-    """The class definitions of ``qualname`` (``Outer.Inner``; ``<locals>`` parts may be any function)."""
-    parts = [p for p in qualname.split(".") if p != "<locals>"]
-    found = []
-
-    def visit(node, path):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                here = path + [child.name]
-                if isinstance(child, ast.ClassDef) and here[-len(parts):] == parts and child.name == parts[-1]:
-                    found.append(child)
-                visit(child, here)
-            else:
-                visit(child, path)
-
-    visit(tree, [])
-    return found
-
-
-def _source_of(target) -> tuple[str, int]:
-    """The text of the file (or notebook cell) that defines a function or class, and its first line
-    (0 for a class: found by name); ``("", 0)`` when there is none."""
-    code = getattr(target, "__code__", None)
-    try:
-        filename = code.co_filename if code is not None else inspect.getsourcefile(target)
-    except (TypeError, OSError):
-        return "", 0
-    text = "".join(linecache.getlines(filename)) if filename else ""
-    return text, code.co_firstlineno if code is not None else 0
-
-
-def answer_twin_calls(answer, takes: str, twins: Mapping[str, str]) -> list[str]:
-    """The twins that a function or class object hands its work to, read from its source (in a
-    notebook: every executed cell, for the imports). ``[]`` when nothing is found or the source
-    cannot be read (e.g. a remote stand-in: a grader runs :func:`twin_calls` on the notebook instead)."""
-    if not isinstance(answer, (types.FunctionType, types.MethodType, type, functools.partial)):
-        return []  # a remote stand-in or another callable object: nothing to read here
-    if isinstance(answer, functools.partial):
-        answer = answer.func
-    try:
-        direct = _twin_name(answer, twins)
-        if direct is not None:
-            return [direct]
-        target = inspect.unwrap(answer) if callable(answer) else answer
-        name = getattr(target, "__name__", "")
-        cells = _notebook_cells()
-        in_notebook = bool(cells) and getattr(answer, "__module__", None) == "__main__"
-        text, line = _source_of(target)
-        tree = _parse(text) if text else None
-        params = list(inspect.signature(target).parameters) if callable(target) and not isinstance(target, type) else []
-        if tree is None:
-            nodes = []
-        elif isinstance(target, type):
-            nodes = _classes_named(tree, getattr(target, "__qualname__", name))[-1:]
-        else:
-            nodes = _nodes_at(text, line, name, params)
-        analysis = _Analysis([*cells, text] if in_notebook else [text], twins)
-        for node in nodes:
-            analysis.node(node)
-        if in_notebook and not all(node in tree.body for node in nodes):
-            # not a notebook-level definition (e.g. the inner function of a decorator without functools.wraps):
-            # read the definition the notebook binds to the name instead
-            key = name if name.isidentifier() and name in analysis.ns and nodes == [] else takes
-            analysis.name(key)
-        return list(analysis.found)
-    except Exception:  # noqa: BLE001 - never block a student's check on this; a grader runs twin_calls itself
-        return []
+    return list(Analysis(cell_sources, twins).name(name))
