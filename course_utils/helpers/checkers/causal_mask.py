@@ -148,11 +148,6 @@ def _random_mask(g: torch.Generator, lead: tuple[int, ...], n: int, m: int) -> t
     return mask
 
 
-def _attention_case(g: torch.Generator, lead: tuple[int, ...], n: int, m: int, d_k: int, d_v: int):
-    Q, K = torch.randn(*lead, n, d_k, generator=g), torch.randn(*lead, m, d_k, generator=g)
-    return Q, K, torch.randn(*lead, m, d_v, generator=g), _random_mask(g, lead, n, m)
-
-
 def _attention_cases(seed: int):
     g = torch.Generator().manual_seed(505)
     # 1. One square self-attention with the causal mask (Q @ K without a transpose runs here).

@@ -65,15 +65,6 @@ def as_int(value) -> int:
     return operator.index(value)
 
 
-def nan_in(value) -> bool:
-    """Whether a number, tensor or array holds NaN."""
-    if isinstance(value, torch.Tensor):
-        return value.is_floating_point() and bool(value.isnan().any())
-    if isinstance(value, np.ndarray):
-        return value.dtype.kind == "f" and bool(np.isnan(value).any())
-    return isinstance(value, float) and math.isnan(value)
-
-
 @dataclass
 class Case:
     """One case of a task: the student's answer, the expected one, and a bank of known mistakes."""
