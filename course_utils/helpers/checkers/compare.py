@@ -37,13 +37,15 @@ def largest_difference(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def difference(got, want: torch.Tensor, what: str) -> str:
-    """What differs between ``got`` and ``want``: the type, the shape, the dtype, or the values."""
+    """What differs between ``got`` and ``want``: the type, the shape, the dtype, the device, or the values."""
     if not isinstance(got, torch.Tensor):
         return f"{what} should be a torch.Tensor, got {kind_of(got)}"
     if got.shape != want.shape:
         return f"{what} should have shape {tuple(want.shape)}, got {tuple(got.shape)}"
     if got.dtype != want.dtype:
         return f"{what} should have dtype {want.dtype}, got {got.dtype}"
+    if got.device != want.device:
+        return f"{what} should be on the inputs' device ({want.device}), got {got.device}"
     if got.isnan().any() and not want.isnan().any():
         return f"{what} contains NaN"
     return f"{what} has the right shape and dtype but differs by up to {largest_difference(got, want):.3g}"
