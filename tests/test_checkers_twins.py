@@ -95,9 +95,13 @@ def test_a_class_task_is_read_as_a_class(name):
     assert twin_calls("check_cross_attention", [SETUP, cell]) == expected
 
 
-def test_an_unknown_task_is_a_clear_error():
+def test_an_unknown_task_or_an_unreadable_notebook_is_a_clear_error():
     with pytest.raises(KeyError, match="no single check takes"):
         twin_calls("no_such_task", [SETUP])
+    chain = "".join(f"def f{k}(n):\n    return f{k + 1}(n)\n" for k in range(3000))
+    with pytest.raises(ValueError, match="nested too deeply"):
+        twin_calls("check_causal_mask", [SETUP, chain + "def causal_mask(n):\n    return f0(n)\n"])
+    assert twin_calls("check_causal_mask", ["def causal_mask(n:\n", "((((" * 50]) == []  # cells that do not parse
 
 
 # --- in a script or a notebook: the answer object itself -------------------------------------------------

@@ -45,7 +45,7 @@ class _Expr:
 def parse(text: str) -> ast.Module | None:
     try:
         return ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
     try:  # a notebook cell with IPython syntax (%magic, !command): translate it first
         from IPython.core.inputtransformer2 import TransformerManager
@@ -307,7 +307,8 @@ def twin_calls(task: str, cell_sources: Sequence[str], twins: Mapping[str, str] 
     ``task``: a check's name (``"check_causal_mask"``) or the name of the object it takes
     (``"causal_mask"``); ``cell_sources``: the notebook's code cells, in order (IPython syntax is
     fine). ``twins`` (display name -> dotted path) overrides the check's registered twins; then
-    ``task`` is the name of the object to read.
+    ``task`` is the name of the object to read. Nothing is run or imported but ``course_utils``'s own
+    modules (to resolve names); a definition nested beyond Python's recursion limit is a ValueError.
     """
     name = task
     if twins is None:
@@ -315,4 +316,7 @@ def twin_calls(task: str, cell_sources: Sequence[str], twins: Mapping[str, str] 
 
         check = find_check(task)
         twins, name = dict(check.twins), check.takes
-    return list(Analysis(cell_sources, twins).name(name))
+    try:
+        return list(Analysis(cell_sources, twins).name(name))
+    except RecursionError:
+        raise ValueError(f"the definition of {name!r} is nested too deeply to read") from None
