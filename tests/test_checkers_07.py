@@ -106,7 +106,7 @@ ENTROPY_WRONG = {
         lambda w: -torch.xlogy(w.mean(dim=(0, 2)), w.mean(dim=(0, 2))).sum(-1),
         "AVERAGE attention pattern",
     ),
-    "in place": (lambda w: -(w * w.masked_fill_(w == 0, 1.0).log()).sum(-1).mean(dim=(0, 2)), "changed the weights"),
+    "in place": (lambda w: -(w * w.masked_fill_(w == 0, 1.0).log()).sum(-1).mean(dim=(0, 2)), "changed its input weights"),
     "list": (lambda w: (-torch.xlogy(w, w).sum(-1).mean(dim=(0, 2))).tolist(), "returned a Python list"),
     "numpy": (lambda w: (-torch.xlogy(w, w).sum(-1).mean(dim=(0, 2))).numpy(), "returned a NumPy array"),
 }

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from course_utils.core.sparse import sparsemax
-from course_utils.helpers.checkers.explorations import (
+from course_utils.helpers.checkers import (
     check_argmax_offset_share,
     check_marker_beside,
     check_next_token_probs,

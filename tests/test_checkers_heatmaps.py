@@ -1,4 +1,4 @@
-"""The "your turn" checker of lesson 02 (offset_share): right answers of every style pass on 100 hidden
+"""The "your turn" checker of lesson 02 (offset_share): right answers of every style pass on 10 hidden
 draws, each known-wrong answer gets its own hint, a crash is reported as the student's error."""
 
 import math
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.helpers.checkers.heatmaps import check_offset_share
+from course_utils.helpers.checkers.attention_heatmaps import check_offset_share
 
-SEEDS = range(100)
+SEEDS = range(10)
 
 # ---------------------------------------------------------------------------------------------
 # Right answers, written independently of the checker.
@@ -51,7 +51,7 @@ def share_index(weights, offset):
 
 
 @pytest.mark.parametrize("fn", [share_diagonal, share_loop, share_numpy, share_trace, share_mask, share_index])
-def test_right_answers_pass_on_100_seeds(capsys, fn):
+def test_right_answers_pass_on_10_seeds(capsys, fn):
     for seed in SEEDS:
         result = check_offset_share(fn, seed=seed)
         out = capsys.readouterr().out
@@ -132,20 +132,20 @@ WRONG = [
     (percent, "not a percentage"),
     (per_query, "one per query: return their MEAN"),
     (in_place, "changed the weights you passed in"),
-    (lambda w, k: "0.5", "should be a number"),
+    (lambda w, k: "0.5", "should be one number"),
     (lambda w, k: w.diagonal(k).mean() + 0.01, "expected"),
 ]
 
 
 @pytest.mark.parametrize("fn, hint", WRONG, ids=[h for _, h in WRONG])
 def test_each_wrong_answer_gets_its_hint(capsys, fn, hint):
-    for seed in range(20):
+    for seed in range(6):
         result = check_offset_share(fn, seed=seed)
         out = capsys.readouterr().out
         square = hint == "you divided by m =" and "you divided by n = m =" in result.hint  # n = m: the same value
         assert result.status == "wrong" and (hint in result.hint or square), (seed, out)
         assert out.startswith("[try again] offset_share") and "Failing case:" in out, out
-        assert result.case and f"seed={seed}" in out
+        assert result.case and "seed" not in out and result.seed == seed
 
 
 def test_the_failing_case_is_named():
@@ -190,7 +190,7 @@ def test_the_stub_is_not_yet(capsys):
 
 
 def test_the_hidden_cases_cover_shapes_offsets_and_row_kinds():
-    from course_utils.helpers.checkers.heatmaps import _fixed_cases, _random_cases
+    from course_utils.helpers.checkers.attention_heatmaps import _fixed_cases, _random_cases
 
     cases = [c for s in range(20) for c in _random_cases(s)] + _fixed_cases()
     shapes = {tuple(w.shape) for _, w, _ in cases}

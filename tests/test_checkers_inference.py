@@ -9,9 +9,9 @@ import torch.nn.functional as F
 
 from course_utils.core.masks import causal_mask
 from course_utils.core.attention import scaled_dot_product_attention
-from course_utils.helpers.checkers.kv_cache import check_cached_attention
-from course_utils.helpers.checkers.online_softmax import check_online_update
-from course_utils.helpers.checkers.rope import check_rope
+from course_utils.helpers.checkers import check_cached_attention
+from course_utils.helpers.checkers import check_online_update
+from course_utils.helpers.checkers import check_rope
 
 
 def _stub(*args):
@@ -82,7 +82,7 @@ WRONG_CACHED = {
                                                 torch.cat([kc, k], -2), torch.cat([vc, v], -2)), "top-left"),
     "own key blocked": (_cached_with_mask(lambda t, s: torch.arange(t + s) < torch.arange(t, t + s)[:, None]), "its own key"),
     "no scaling": (_cached_with_mask(lambda t, s: causal_mask(t + s)[-s:], scale=lambda q, K: 1.0), "no scaling"),
-    "scale by keys": (_cached_with_mask(lambda t, s: causal_mask(t + s)[-s:], scale=lambda q, K: math.sqrt(K.shape[-2])), "sqrt(number of keys)"),
+    "scale by keys": (_cached_with_mask(lambda t, s: causal_mask(t + s)[-s:], scale=lambda q, K: math.sqrt(K.shape[-2])), "sqrt(the number of keys t + s)"),
     "softmax over queries": (_cached_with_mask(lambda t, s: causal_mask(t + s)[-s:], dim=-2), "wrong axis"),
     "only new keys": (lambda q, k, v, kc, vc: (cached_course(q, k, v, kc[..., :0, :], vc[..., :0, :])[0], torch.cat([kc, k], -2), torch.cat([vc, v], -2)), "only to the new keys"),
     "new before cache": (lambda q, k, v, kc, vc: (cached_course(q, k, v, kc, vc)[0], torch.cat([k, kc], -2), torch.cat([v, vc], -2)), "before the cached"),

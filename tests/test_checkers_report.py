@@ -11,7 +11,6 @@
 
 import importlib
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -186,7 +185,7 @@ def test_a_crash_inside_the_checker_is_reported_as_the_checkers(capsys, monkeypa
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(causal_module, "_softmax_masked", broken)
+    monkeypatch.setattr(causal_module, "softmax_masked", broken)
     result = checkers.check_masked_attention(masked_attention)
     line = _lines(capsys)[0]
     assert result.status == "checker error" and not result
@@ -207,7 +206,7 @@ def test_report_core_tells_the_checkers_errors_from_the_students(capsys):
 
     result = report("t", hinted, seed=5)
     assert (result.status, result.hint, result.case, result.seed) == ("wrong", "a named mistake", "case 7", 5)
-    assert "Failing case: case 7" in result.message and "seed=5" in result.message
+    assert "Failing case: case 7" in result.message and "seed" not in result.message
     assert all(line.startswith(("[correct]", "[try again]", "[not yet]")) for line in _lines(capsys))
 
 
@@ -276,10 +275,10 @@ def test_a_profiler_already_running_keeps_running():
 
 @pytest.mark.parametrize("name", SOLVED)
 def test_right_answers_pass_every_random_draw(name, capsys):
-    # Many draws, not a few: a mis-grade hid for weeks behind one draw in ~100 (accuracy_by_length took
-    # a batch whose source lengths happened to be consecutive, [6, 7, 8], for a student's range()).
+    # 10 draws per checker here (the checkers' own modules draw more); the draw that once hid a mis-grade
+    # (accuracy_by_length's consecutive lengths [6, 7, 8], seed 633359559) is pinned in test_checkers_08.
     check, answer = SOLVED[name]
-    wrong = [s for s in range(100) if not check(answer, seed=s)]
+    wrong = [s for s in range(10) if not check(answer, seed=s)]
     assert not wrong, (name, wrong[:5], capsys.readouterr().out[:2000])
 
 
@@ -293,7 +292,7 @@ def test_the_seed_is_fresh_each_run_and_repeats_the_cases(capsys):
     failing = next(s for s in range(200) if not checkers.check_causal_mask(up_to_20, seed=s))
     first = checkers.check_causal_mask(up_to_20, seed=failing)
     assert checkers.check_causal_mask(up_to_20, seed=failing).message == first.message
-    assert f"seed={failing}" in first.message
+    assert first.seed == failing and "seed" not in first.message  # the seed is in the record, not in the line
 
 
 ONLY_FIXED = {  # answers right on every fixed case, wrong on the hidden random ones
@@ -301,7 +300,7 @@ ONLY_FIXED = {  # answers right on every fixed case, wrong on the hidden random 
     "masked_attention, mask ignored from 9 queries on": (
         checkers.check_masked_attention,
         lambda Q, K, V, m: masked_attention(Q, K, V, m) if Q.shape[-2] < 9 else masked_attention(Q, K, V, ~m | m),
-        "the mask had no effect"),
+        "blocked keys (mask False) get nonzero weight"),
     "leaks_future, first 6 positions": (
         checkers.check_leaks_future,
         lambda f, x: leaks_future(lambda s: f(torch.cat([s[:6], x[6:]]))[:6], x[:6] if len(x) > 6 else x),
@@ -323,7 +322,7 @@ def test_random_cases_catch_answers_that_pass_the_fixed_ones(name, capsys):
     caught = [s for s in range(8) if not check(answer, seed=s)]
     assert len(caught) >= 6, (name, caught)
     out = capsys.readouterr().out
-    assert phrase in out and "seed=" in out
+    assert phrase in out and "seed" not in out
 
 
 # --- issue 11: hints that named the wrong mistake, right answers rejected for their type ------------
@@ -463,21 +462,6 @@ def test_patching_the_checkers_in_a_notebook_namespace_changes_nothing_elsewhere
     _assert_wrong(capsys, fresh.check_causal_mask(notebook["causal_mask"]), "all True")
 
 
-def test_a_fresh_interpreter_grades_a_patched_answer_by_its_own_function():
-    code = (
-        "import torch\n"
-        "import course_utils.helpers.checkers as c\n"
-        "c.check_causal_mask = lambda fn: True\n"
-        "import importlib, sys\n"
-        "for name in [m for m in sys.modules if m.startswith('course_utils.helpers.checkers')]:\n"
-        "    del sys.modules[name]\n"
-        "fresh = importlib.import_module('course_utils.helpers.checkers')\n"
-        "print(fresh.check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool)).status)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.splitlines()[-1] == "wrong"
-
-
 def test_answers_that_mutate_what_they_are_given_do_not_poison_later_checks(capsys):
     def mutate_target(pred, target):
         target.zero_()
@@ -527,18 +511,21 @@ def test_exercise_notebooks_explain_the_verdicts_and_end_with_a_check_everything
             assert all(line.startswith(("[correct]", "[try again]", "[not yet]")) for line in verdicts)
 
 
-def test_a_check_without_hidden_cases_blames_the_student_only_for_the_students_errors(capsys):
-    from course_utils.helpers.checkers.report import Hint, report
-
+def test_only_what_runs_through_call_is_the_students(capsys):
+    # A check reaches the student's code only through call(): what raises there is the student's (a stub is
+    # "not done", a crash "crashed"); anything else escaping a check, even a RuntimeError of a comparison
+    # the checker made, is the checker's own bug and never "your code raised".
     def stub():
         raise NotImplementedError
 
     def crashes():
         return 1 / 0
 
-    assert report("t", lambda: stub()).status == "not done"
-    crashed = report("t", lambda: crashes())
-    assert crashed.status == "crashed" and "ZeroDivisionError" in crashed.error
+    assert report("t", lambda: call(stub)).status == "not done"
+    crashed = report("t", lambda: call(crashes))
+    assert crashed.status == "crashed" and "ZeroDivisionError" in crashed.error and "your code raised" in crashed.message
+    mine = report("t", lambda: torch.allclose(torch.zeros(2, dtype=torch.float64), torch.zeros(2)))
+    assert mine.status == "checker error" and "your code raised" not in mine.message
     assert report("t", lambda: (_ for _ in ()).throw(Hint("wrong axis"))).hint == "wrong axis"
     assert report("t", lambda: None).status == "correct"
-    assert not report("t", lambda: stub())
+    assert all(line.startswith(("[correct]", "[try again]", "[not yet]")) for line in capsys.readouterr().out.splitlines())

@@ -1,28 +1,32 @@
-"""Instant feedback for the exercises: one module per exercise (05 causal_mask + leaks, 06 cross_attention +
-cross_layer, 07 head_patterns + head_classes, 08 attention_vs_none), on one shared reporting core (``report``,
-whose docstring documents the ``CheckResult`` record every checker returns)."""
+"""Instant feedback for the tasks of the lessons: one checker module per notebook, named after it
+without its number (``05_causal_mask`` -> ``causal_mask.py``), on shared machinery:
 
-from .attention_vs_none import check_accuracy_by_length, check_exact_match, check_token_accuracy
-from .causal_mask import check_causal_mask, check_masked_attention
-from .cross_attention import check_cross_attention, check_cross_attention_shapes, check_strongest_source
-from .head_classes import check_classify_heads
-from .head_patterns import check_head_entropy, check_head_mean_distance
-from .leaks import check_leaks_future
+- ``report``: the one-line verdicts and the :class:`CheckResult` record every check returns;
+- ``registry``: :data:`CHECKS`, every check with the notebook object it takes (for a grader);
+- ``twins``: the static check that an answer does not only call the course's own function;
+- ``compare``: answers judged across all cases, so that a hint names only a mistake really made;
+- ``fixtures``: objects handed to student code that describe themselves as plain data.
+
+Every check is importable from here: ``from course_utils.helpers.checkers import check_causal_mask``.
+The checker modules are imported on first use.
+"""
+
+from .registry import Check, checks, checks_in_cell, find_check
 from .report import CheckResult, summarize
+from .twins import twin_calls
 
-__all__ = [
-    "CheckResult",
-    "check_accuracy_by_length",
-    "check_causal_mask",
-    "check_classify_heads",
-    "check_cross_attention",
-    "check_cross_attention_shapes",
-    "check_exact_match",
-    "check_head_entropy",
-    "check_head_mean_distance",
-    "check_leaks_future",
-    "check_masked_attention",
-    "check_strongest_source",
-    "check_token_accuracy",
-    "summarize",
-]
+__all__ = ["CHECKS", "Check", "CheckResult", "checks", "checks_in_cell", "find_check", "summarize", "twin_calls"]
+
+
+def __getattr__(name: str):
+    if name == "CHECKS":
+        return checks()
+    if name.startswith("check_"):
+        found = checks()
+        if name in found:
+            return found[name].function
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *checks()})

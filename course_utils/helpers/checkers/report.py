@@ -13,32 +13,36 @@ starts with ``[correct]``, ``[try again]`` or ``[not yet]``. It returns a :class
 - ``task``: the task's name as printed, e.g. ``"causal_mask"``;
 - ``status``: one of :data:`STATUSES`:
   ``"correct"``; ``"wrong"`` (a recognised mistake or a wrong value: ``hint`` says which);
-  ``"not done"`` (the stub still raises ``NotImplementedError``); ``"crashed"`` (the student's
-  code raised an exception: ``error`` holds it); ``"checker error"`` (the checker itself failed:
-  a bug in the course, never held against the student);
-- ``hint``: one line naming the mistake (``""`` when correct or not done);
+  ``"not done"`` (the function still raises ``NotImplementedError``, for every case or for the
+  one named in ``case``); ``"crashed"`` (the student's code raised an exception: ``error`` holds
+  it); ``"checker error"`` (the checker itself failed: a bug in the course, never held against
+  the student);
+- ``hint``: one line naming the mistake (``""`` when correct or not started);
 - ``case``: the failing case, e.g. ``"Q (2, 5, 3), K (2, 7, 3), ... largest error 0.31"``
   (``""`` when none applies);
-- ``error``: ``"TypeError: ..."`` (one line) for ``crashed`` and ``checker error``, else ``""``;
+- ``error``: ``"TypeError: ..."`` (one line) for ``crashed``, ``not done`` in one case, and
+  ``checker error``, else ``""``;
 - ``seed``: the seed of the hidden random cases of this run; pass it back as
-  ``check_x(answer, seed=...)`` to repeat the very same cases;
+  ``check_x(answer, seed=...)`` to repeat the very same cases (the printed line never shows it,
+  except in a "bug in the checker" line, for reporting);
 - ``message``: the line that was printed.
 
-Writing a checker: ``report(task, check, seed)`` calls ``check(seed)``. Inside, call the student's
-code only through :func:`call` (which tells the student's errors from the checker's, and watches
-for answers that only call the course's own function: ``twins``), raise :class:`Hint` for a
-recognised mistake, and wrap a case in ``with failing_case("..."):`` so that a hint names it.
-Any other exception escaping ``check`` is a bug in the checker and is reported as such.
+Writing a checker (see ``registry.register``): the check receives the student's function or
+class and the seed. It reaches the student's code only through :func:`call` (which tells the
+student's errors from the checker's), raises :class:`Hint` for a recognised mistake, and wraps a
+case in ``with failing_case("..."):`` so that a hint names it. Any other exception escaping the
+check is a bug in the checker and is reported as such. The first case of every checker is an
+ordinary one, so that a function that raises ``NotImplementedError`` there is "not done", and one
+that raises it only later is told which case it has not finished.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import secrets
-import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -62,8 +66,13 @@ class StudentCrash(Exception):
         self.error, self.case, self.tip = error, case, tip
 
 
-class _NotDone(Exception):
-    """The student's function still raises NotImplementedError."""
+class NotDone(Exception):
+    """The student's function raised NotImplementedError: on the first call (``error`` None: not started),
+    or after earlier calls worked (``error`` set: not finished for ``case``)."""
+
+    def __init__(self, error: BaseException | None = None, case: str = "") -> None:
+        super().__init__(f"{type(error).__name__}: {error}" if error is not None else "not implemented")
+        self.error, self.case = error, case
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,7 @@ class CheckResult:
 
 
 def new_seed() -> int:
-    """An unpredictable seed for the hidden random cases (reported, so a failure can be repeated)."""
+    """An unpredictable seed for the hidden random cases (kept in the result, so a run can be repeated)."""
     return secrets.randbelow(2**31)
 
 
@@ -125,68 +134,68 @@ def error_tip(err: BaseException, shapes: bool = True) -> str:
     return next((tip for part, tip in known if part in text), "")
 
 
-class _Watch:
-    """Record whether any of ``codes`` runs while active (sys.setprofile; restores the old profiler)."""
+class _Run:
+    """One checker run: how many calls of the student's code have returned so far, and the answers
+    collected so far (``compare.Answers``, so that a crash in a later case does not hide an earlier mistake)."""
 
-    def __init__(self, codes: set) -> None:
-        self.codes, self.seen = codes, None
-
-    def _hook(self, frame, event, arg):
-        if event == "call" and self.seen is None and frame.f_code in self.codes:
-            self.seen = frame.f_code
-        if self._previous is not None:
-            self._previous(frame, event, arg)
-
-    def __enter__(self):
-        self._previous = sys.getprofile()
-        if self.codes:
-            sys.setprofile(self._hook)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.codes:
-            sys.setprofile(self._previous)
+    def __init__(self) -> None:
+        self.returned, self.answers = 0, []
 
 
-def _code_of(fn: Any):
-    fn = getattr(fn, "__func__", fn)
-    fn = getattr(fn, "forward", fn) if isinstance(fn, type) else fn
-    return getattr(fn, "__code__", None)
+def current_run() -> _Run | None:
+    return _RUN.get()
 
 
-def call(fn: Callable, *args, case: str = "", twins: Iterable[tuple[str, Callable]] = (), **kwargs):
+def _earlier_mistake(run: _Run, explained_only: bool = False) -> Hint | None:
+    """The hint for answers that were already wrong before a later case crashed (or broke a rule of its
+    own): the known mistake they show, or (``explained_only=False``) their neutral message; else None."""
+    for answers in run.answers:
+        if answers.wrong and answers.otherwise is not None:
+            if explained_only and answers.explained_by() is None:
+                continue
+            try:
+                answers.verdict()
+            except Hint as hint:
+                return hint
+    return None
+
+
+_RUN: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("checker_run", default=None)
+
+
+def call(fn: Callable, *args, case: str = "", **kwargs):
     """Run the student's ``fn(*args, **kwargs)`` and return its result.
 
-    - ``NotImplementedError`` -> the task is not done yet;
-    - any other exception -> :class:`StudentCrash` (the student's error, with ``case``);
-    - ``twins``: ``(name, function)`` pairs of the course's own code for this task; if one of
-      them runs during the call, the answer only hands the work over: :class:`Hint`.
+    - ``NotImplementedError`` -> :class:`NotDone` (not started, or not finished for ``case``);
+    - any other exception -> :class:`StudentCrash` (the student's error, with ``case``).
+
+    ``fn`` may be a remote stand-in (the grader's proxies): nothing but calling it is done here.
     """
-    names = {}
-    for name, twin in twins:
-        code = _code_of(twin)
-        if code is not None:
-            names[code] = name
-    with _Watch(set(names)) as watch:
-        try:
-            result = fn(*args, **kwargs)
-        except NotImplementedError:
-            error = _NotDone()
-        except Exception as err:  # noqa: BLE001 - the student's code: any error is theirs
-            error = StudentCrash(err, case)
-        else:
-            error = None
-    if watch.seen is not None:
-        name = names[watch.seen]
-        raise Hint(f"calls the course's own {name}: write it yourself (the course's version is what your "
-                   "function is checked against).", case)
-    if error is not None:
-        raise error
+    run = _RUN.get()
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as err:  # noqa: BLE001 - the student's code: any error is theirs
+        if isinstance(err, NotImplementedError) or type(err).__name__ == "NotImplementedError":
+            raise NotDone(err if run is not None and run.returned else None, case) from None
+        raise StudentCrash(err, case) from None
+    if run is not None:
+        run.returned += 1
+    return result
+
+
+def call_setup(fn: Callable, *args, case: str = "", **kwargs):
+    """``call(fn, *args, **kwargs)`` for a call that only prepares (the student's constructor, an instance's
+    ``state_dict``): that it works does not make a forward that raises NotImplementedError "not finished"."""
+    run = _RUN.get()
+    before = run.returned if run is not None else 0
+    result = call(fn, *args, case=case, **kwargs)
+    if run is not None:
+        run.returned = before
     return result
 
 
 class failing_case:
-    """``with failing_case("Q (2, 5, 3) ..."):`` attaches the case to a Hint or crash raised inside."""
+    """``with failing_case("Q (2, 5, 3) ..."):`` attaches the case to a hint, crash or unfinished case raised inside."""
 
     def __init__(self, description: str) -> None:
         self.description = description
@@ -195,55 +204,62 @@ class failing_case:
         return self
 
     def __exit__(self, kind, err, tb) -> bool:
-        if isinstance(err, (Hint, StudentCrash)) and not err.case:
+        if isinstance(err, (Hint, StudentCrash, NotDone)) and not err.case:
             err.case = self.description
         return False
 
 
-def report(task: str, check: Callable[[int], None] | Callable[[], None], seed: int | None = None) -> CheckResult:
-    """Run ``check(seed)`` (or ``check()``, for a check without hidden random cases); print one
-    line; return the :class:`CheckResult`."""
-    seed = new_seed() if seed is None else int(seed)
-    again = f" (hidden cases: seed={seed})"
-    # A check written as ``check()`` calls the student's code directly (not through ``call``): an
-    # exception escaping it is then taken as the student's, as the crash of their code.
-    direct = not inspect.signature(check).parameters
-    try:
-        if direct:
-            try:
-                check()
-            except (Hint, _NotDone, StudentCrash):
-                raise
-            except NotImplementedError:
-                raise _NotDone() from None
-            except Exception as err:  # noqa: BLE001
-                raise StudentCrash(err) from None
-        else:
-            check(seed)
-    except _NotDone:
-        result = CheckResult(task, "not done", seed=seed, message=(
+def _verdict(task: str, seed: int, outcome: BaseException | None) -> CheckResult:
+    if outcome is None:
+        return CheckResult(task, "correct", seed=seed, message=f"[correct] {task}: well done, every check passed.")
+    if isinstance(outcome, NotDone) and outcome.error is None:
+        return CheckResult(task, "not done", seed=seed, message=(
             f"[not yet] {task}: not implemented yet. Replace the `raise NotImplementedError` line with your code "
             "and run the cell again."))
-    except Hint as hint:
-        text, case = one_line(hint, 600), one_line(hint.case, 300)
+    if isinstance(outcome, NotDone):
+        error, case = one_line(outcome), one_line(outcome.case or "one of the cases", 300)
+        text = (f"your function is not finished for {case}: it raised {error}. The cases before it work; handle this "
+                "one too.")
+        return CheckResult(task, "not done", hint=one_line(text, 600), case=one_line(outcome.case, 300), error=error,
+                           seed=seed, message=f"[not yet] {task}: {one_line(text, 900)}")
+    if isinstance(outcome, Hint):
+        text, case = one_line(outcome, 600), one_line(outcome.case, 300)
         where = f" Failing case: {case}." if case else ""
-        result = CheckResult(task, "wrong", hint=text, case=case, seed=seed,
-                             message=f"[try again] {task}: {text}{where}{again}")
-    except StudentCrash as crash:
-        error, case = one_line(crash), one_line(crash.case, 300)
-        tip = crash.tip or error_tip(crash.error)
+        return CheckResult(task, "wrong", hint=text, case=case, seed=seed, message=f"[try again] {task}: {text}{where}")
+    if isinstance(outcome, StudentCrash):
+        error, case = one_line(outcome), one_line(outcome.case, 300)
+        tip = outcome.tip or error_tip(outcome.error)
         where = f" with {case}" if case else ""
         text = f"your code raised {error}{where}." + (f" {tip}" if tip else "")
-        result = CheckResult(task, "crashed", hint=one_line(text, 600), case=case, error=error, seed=seed,
-                             message=f"[try again] {task}: {one_line(text, 900)}{again}")
+        return CheckResult(task, "crashed", hint=one_line(text, 600), case=case, error=error, seed=seed,
+                           message=f"[try again] {task}: {one_line(text, 900)}")
+    error = one_line(f"{type(outcome).__name__}: {outcome}")
+    return CheckResult(task, "checker error", error=error, seed=seed, message=(
+        f"[not yet] {task}: this is a bug in the checker, not your code: {error}. Your answer could not be "
+        f"judged; please report it (with seed={seed})."))
+
+
+def report(task: str, check: Callable[[int], None] | Callable[[], None], seed: int | None = None) -> CheckResult:
+    """Run ``check(seed)`` (or ``check()``, for a check without random cases); print one line; return the
+    :class:`CheckResult`. Only exceptions raised through :func:`call` (or a :class:`Hint`) are the
+    student's; any other exception escaping ``check`` is the checker's own bug."""
+    seed = new_seed() if seed is None else int(seed)
+    run = _Run()
+    token = _RUN.set(run)
+    try:
+        check(seed) if inspect.signature(check).parameters else check()
+    except StudentCrash as crash:
+        result = _verdict(task, seed, _earlier_mistake(run) or crash)
+    except Hint as hint:  # a rule a later case broke: an earlier, recognised mistake is named first
+        result = _verdict(task, seed, hint if getattr(hint, "verdict", False) else _earlier_mistake(run, True) or hint)
+    except NotDone as outcome:
+        result = _verdict(task, seed, outcome)
     except Exception as err:  # noqa: BLE001 - anything else is the checker's own fault
-        error = one_line(f"{type(err).__name__}: {err}")
-        result = CheckResult(task, "checker error", error=error, seed=seed, message=(
-            f"[not yet] {task}: this is a bug in the checker, not your code: {error}. Your answer could not be "
-            f"judged; please report it (with seed={seed})."))
+        result = _verdict(task, seed, err)
     else:
-        result = CheckResult(task, "correct", seed=seed,
-                             message=f"[correct] {task}: well done, every check passed.")
+        result = _verdict(task, seed, None)
+    finally:
+        _RUN.reset(token)
     print(result.message)
     return result
 
@@ -259,10 +275,18 @@ def summarize(*results: CheckResult) -> None:
     print(f"{marker} {passed} of {len(results)} tasks pass; still to do: {left}.")
 
 
+def kind_of(value) -> str:
+    """A short name of a value's type for a hint ("a NumPy array", "a Python list", "str")."""
+    if type(value).__module__ == "numpy":
+        return "a NumPy array" if isinstance(value, np.ndarray) else f"a NumPy {type(value).__name__}"
+    if isinstance(value, (list, tuple, dict)):
+        return f"a Python {type(value).__name__}"
+    return type(value).__name__
+
+
 def expect_tensor(value, what: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
-        kind = "a NumPy array" if type(value).__module__ == "numpy" else type(value).__name__
-        raise Hint(f"{what} should be a torch.Tensor, got {kind}.")
+        raise Hint(f"{what} should be a torch.Tensor, got {kind_of(value)}.")
     return value
 
 
@@ -271,15 +295,19 @@ def as_float(value, what: str, verb: str = "should be") -> float:
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise Hint(f"{what} returned a tensor of shape {tuple(value.shape)}: return one number.")
-        if value.dtype == torch.bool:
-            raise Hint(f"{what} should be a number, got a bool tensor.")
+        if value.dtype == torch.bool or value.is_complex():
+            raise Hint(f"{what} {verb} one number (a float), got a {value.dtype} tensor.")
         return float(value.item())
-    if isinstance(value, (bool, str, bytes, np.bool_, np.str_)):
-        raise Hint(f"{what} {verb} a number (a float), got {type(value).__name__}.")
+    if isinstance(value, (bool, str, bytes, np.bool_, np.str_, np.bytes_)):
+        raise Hint(f"{what} {verb} one number (a float), got {type(value).__name__} {value!r}.")
+    if isinstance(value, (list, tuple, dict)):
+        raise Hint(f"{what} {verb} one number (a float), got {kind_of(value)}.")
     shape = getattr(value, "shape", ())
     if shape not in ((), (1,)):
         raise Hint(f"{what} returned an array of shape {tuple(shape)}: return one number.")
+    if isinstance(value, np.ndarray) and value.dtype.kind not in "iuf":
+        raise Hint(f"{what} {verb} one number (a float), got an array of {value.dtype}.")
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise Hint(f"{what} {verb} a number (a float), got {type(value).__name__}.") from None
+        raise Hint(f"{what} {verb} one number (a float), got {kind_of(value)}.") from None

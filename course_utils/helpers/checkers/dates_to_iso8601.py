@@ -1,18 +1,29 @@
 """Checkers for lesson 04b (dates to ISO 8601): the two-digit-year pivot, the deciding span of each
-output character, and alignment accuracy."""
+output character, and alignment accuracy.
+
+``alignment_accuracy`` is a fraction over the output positions that have a span; an input where no
+position has one has no such fraction, and the task does not say what to return then, so no case
+asks for it (every case has spans, some examples have none).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-import numbers
+import math
 import operator
 import random
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from ...models import dates as D
-from .report import Hint, report
+from .compare import Answers, call_unchanged, fraction_close
+from .registry import register
+from .report import Hint, as_float, call, failing_case, kind_of
+
+NOTEBOOK = "04b_dates_to_iso8601"
+_DATES = "course_utils.models.dates"
 
 # --- full_year ----------------------------------------------------------------------------
 
@@ -22,8 +33,8 @@ def _as_int(value, what: str) -> int:
         raise Hint(f"{what} should be an int such as 1989, got a bool ({value}).")
     if isinstance(value, str):
         raise Hint(f"{what} returned the string {value!r}: return an int (e.g. int(...)), such as 1989.")
-    if isinstance(value, float):
-        if value.is_integer():
+    if isinstance(value, (float, np.floating)):
+        if math.isfinite(value) and float(value).is_integer():
             return int(value)
         raise Hint(f"{what} returned the float {value}: return a whole year, an int such as 1989.")
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
@@ -31,14 +42,17 @@ def _as_int(value, what: str) -> int:
     try:
         return operator.index(value)  # int, NumPy integers
     except TypeError:
-        raise Hint(f"{what} should return an int such as 1989, got {type(value).__name__}.") from None
+        raise Hint(f"{what} should return an int such as 1989, got {kind_of(value)}.") from None
 
 
-def _check_full_year(fn) -> None:
+@register("full_year", twins={"full_year": f"{_DATES}.full_year"})
+def check_full_year(fn: Callable[[int], int], seed: int) -> None:
+    """Check ``fn(yy: int) -> int``: 50-99 -> 19xx, 00-49 -> 20xx, for every yy in 0..99."""
     order = [89, 50, 49, 0, 99, 7, 26, 51, 48, 1] + random.Random(4).sample(range(100), 100)
     got = {}
     for yy in order:
-        got[yy] = _as_int(fn(yy), f"full_year({yy})")
+        if yy not in got:
+            got[yy] = _as_int(call(fn, yy, case=f"yy={yy}"), f"full_year({yy})")
     wrong = [yy for yy in order if got[yy] != D.full_year(yy)]
     if not wrong:
         return
@@ -58,11 +72,6 @@ def _check_full_year(fn) -> None:
         raise Hint(f"{case}: 50-99 -> 19xx and 00-49 -> 20xx (dates run from 1950 to 2049); "
                    "check which side of the pivot each year is on.")
     raise Hint(f"{case}.")
-
-
-def check_full_year(fn: Callable[[int], int]) -> bool:
-    """Check ``fn(yy: int) -> int``: 50-99 -> 19xx, 00-49 -> 20xx, for every yy in 0..99."""
-    return report("full_year", lambda: _check_full_year(fn))
 
 
 # --- output_spans -------------------------------------------------------------------------
@@ -87,19 +96,21 @@ def _norm_span(value, k: int):
         value = value.tolist()
     try:
         start, end = value
+        if isinstance(start, bool) or isinstance(end, bool):
+            raise TypeError
         return operator.index(start), operator.index(end)
     except (TypeError, ValueError):
         raise Hint(f"position {k}: a span is a pair (start, end) of ints, or None; got {value!r}.") from None
 
 
-def _check_output_spans(fn) -> None:
+@register("output_spans", twins={"output_spans": f"{_DATES}.output_spans"})
+def check_output_spans(fn: Callable[[dict], list], seed: int) -> None:
+    """Check ``fn(fields) -> list of 11 spans or None``: year for 0-3, month for 5-6, day for 8-9, None elsewhere."""
     for fields in _span_cases():
-        given = dict(fields)
-        result = fn(given)
-        if given != fields:
-            raise Hint("output_spans changed the dict of fields you passed in: read it, do not edit it.")
+        result = call_unchanged(fn, fields, names=("fields",), case=f"fields {fields}",
+                                tip="read the dict of fields you are given, do not edit it")
         if not isinstance(result, (list, tuple)):
-            raise Hint(f"return a list of {D.T_OUT} entries (one per output position), got {type(result).__name__}.")
+            raise Hint(f"return a list of {D.T_OUT} entries (one per output position), got {kind_of(result)}.")
         if len(result) == D.T_OUT - 1:
             raise Hint(f"you returned {len(result)} entries: the output has {D.T_OUT} positions, the 10 characters "
                        "of yyyy-mm-dd and <eos> (which has no span: None).")
@@ -123,11 +134,6 @@ def _check_output_spans(fn) -> None:
             raise Hint(f"{case}: that is the {name} field. yyyy-mm-dd: positions 0-3 are the year, 5-6 the month, "
                        "8-9 the day.")
         raise Hint(f"{case}.")
-
-
-def check_output_spans(fn: Callable[[dict], list]) -> bool:
-    """Check ``fn(fields) -> list of 11 spans or None``: year for 0-3, month for 5-6, day for 8-9, None elsewhere."""
-    return report("output_spans", lambda: _check_output_spans(fn))
 
 
 # --- alignment_accuracy -------------------------------------------------------------------
@@ -156,11 +162,12 @@ def _alignment_cases() -> list[tuple[torch.Tensor, torch.Tensor]]:
     end = start + 1 + (torch.rand(n, t_out, generator=g) * 4).long()
     spans = torch.stack([start, torch.minimum(end, lengths[:, None].expand(n, t_out))], -1)
     spans[:, [4, 7, 10]] = -1
+    spans[:3] = -1  # three examples without any span: they count nowhere
     cases.append((scores.softmax(-1), spans))
     return cases
 
 
-def _alignment_mistakes(w: torch.Tensor, spans: torch.Tensor) -> list[tuple[str, float]]:
+def _alignment_mistakes(w: torch.Tensor, spans: torch.Tensor) -> list[tuple]:
     top, start, end = w.argmax(-1), spans[..., 0], spans[..., 1]
     has = start >= 0
     hits = has & (top >= start) & (top < end)
@@ -172,56 +179,41 @@ def _alignment_mistakes(w: torch.Tensor, spans: torch.Tensor) -> list[tuple[str,
          "Divide by the number of positions that have a span.", hits.sum().item() / has.numel()),
         ("positions without a span (-1) counted as hits: leave them out of both counts.",
          (hits | ~has).sum().item() / has.numel()),
-        ("you averaged the accuracy of each example: pool every position with a span instead "
-         "(hits / positions with a span, over all examples).", per_row.mean().item()),
+        ("per example, empty ones 0", "you averaged the accuracy of each example: pool every position with a span "
+         "instead (hits / positions with a span, over all examples).", per_row.mean().item()),
+        ("per example", "you averaged the accuracy of each example: pool every position with a span instead "
+         "(hits / positions with a span, over all examples).", per_row[has.any(1)].mean().item()),
+        ("you returned the number of hits: divide by the positions that have a span.", float(hits.sum().item())),
     ]
 
 
-def _as_fraction(value, what: str) -> float:
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise Hint(f"{what} returned a tensor of shape {tuple(value.shape)}: return one number for all examples.")
-        value = value.item()
-    if isinstance(value, (bool, str)) or not isinstance(value, numbers.Real):  # NumPy scalars are Real
-        raise Hint(f"{what} should return a number between 0 and 1, got {type(value).__name__}.")
-    return float(value)
+def _fraction_answer(fn, w: torch.Tensor, spans: torch.Tensor, where: str) -> float:
+    got = call_unchanged(fn, w, spans, names=("weights", "spans"), case=where)
+    if isinstance(got, torch.Tensor) and got.numel() != 1:
+        raise Hint(f"alignment_accuracy returned a tensor of shape {tuple(got.shape)}: return one number for all "
+                   "examples.")
+    value = as_float(got, "alignment_accuracy", "should return")
+    if math.isnan(value):
+        raise Hint("your result is NaN: a mean over no positions at all (0/0), or a comparison with NaN? Count the "
+                   "output positions that have a span (start >= 0): every case here has some.")
+    return value
 
 
-def _check_alignment_accuracy(fn) -> None:
-    results = []
-    for w, spans in _alignment_cases():
-        w_in, s_in = w.clone(), spans.clone()
-        got = _as_fraction(fn(w_in, s_in), "alignment_accuracy")
-        if not (torch.equal(w_in, w) and torch.equal(s_in, spans)):
-            raise Hint("alignment_accuracy changed its inputs in place: compute new tensors instead.")
-        results.append((w, spans, got, D.alignment_accuracy(w, spans)))
-    wrong = [r for r in results if abs(r[2] - r[3]) >= 1e-6]
-    if not wrong:
-        return
-    w, spans, got, want = wrong[0]
-    shape = f"for weights of shape {tuple(w.shape)} (N, T_out, T_in)"
-    if all(abs(g - 100 * x) < 1e-4 for _, _, g, x in results):
-        raise Hint("you returned a percentage: return a fraction between 0 and 1.")
-    for k, (hint, _) in enumerate(_alignment_mistakes(w, spans)):
-        if all(abs(g - _alignment_mistakes(a, b)[k][1]) < 1e-6 for a, b, g, _ in results):
-            raise Hint(f"{shape}: {hint}")
-    if all(g == D.alignment_hits(a, b)[0].sum().item() for a, b, g, _ in results):
-        raise Hint(f"{shape} you returned {got:g}, the number of hits: divide by the positions that have a span.")
-    raise Hint(f"{shape} you returned {got:.4f}, expected {want:.4f}. For every output position with a span, "
-               "take the source position of its largest weight and check start <= it < end.")
-
-
-def check_alignment_accuracy(fn: Callable[[torch.Tensor, torch.Tensor], float]) -> bool:
+@register("alignment_accuracy", twins={"alignment_accuracy": f"{_DATES}.alignment_accuracy",
+                                       "alignment_hits": f"{_DATES}.alignment_hits"})
+def check_alignment_accuracy(fn: Callable[[torch.Tensor, torch.Tensor], float], seed: int) -> None:
     """Check ``fn(weights (N, T_out, T_in), spans (N, T_out, 2)) -> float``: the fraction of output positions
-    with a span (not -1) whose largest weight falls in ``[start, end)``."""
-    return report("alignment_accuracy", lambda: _check_alignment_accuracy(fn))
-
-
-def check_month_guess(guess, fields: dict[str, tuple[int, int]]) -> None:
-    """Say whether a predicted span ``(start, end)`` for the month digits is the month field (no judgement)."""
-    start, end = (operator.index(v) for v in guess)
-    month = fields["month"]
-    print(f"your guess: positions {start}-{end - 1}; the month field is at {month[0]}-{month[1] - 1}.")
-
-
-__all__ = ["check_alignment_accuracy", "check_full_year", "check_month_guess", "check_output_spans"]
+    with a span (not -1) whose largest weight falls in ``[start, end)``, pooled over the examples."""
+    answers = Answers(fraction_close, lambda c: (
+        f"you returned {c.got:.4f}, expected {c.expected:.4f}. For every output position with a span, take the source "
+        "position of its largest weight and check start <= it < end."))
+    for w, spans in _alignment_cases():
+        where = f"weights of shape {tuple(w.shape)} (N, T_out, T_in)"
+        with failing_case(where):
+            got = _fraction_answer(fn, w, spans, where)
+        top, has = w.argmax(-1), spans[..., 0] >= 0
+        want = (has & (top >= spans[..., 0]) & (top < spans[..., 1])).sum().item() / has.sum().item()
+        answers.add(where, got, want, lambda w=w, spans=spans, want=want: [
+            ("you returned a percentage: return a fraction between 0 and 1.", 100 * want),
+            *_alignment_mistakes(w, spans)])
+    answers.verdict()

@@ -1,4 +1,4 @@
-"""Checker for the task of lesson 02 (attention heatmaps): ``offset_share``, the mean weight that a
+"""Checker for lesson 02 (attention heatmaps): ``offset_share``, the mean weight that a
 query puts on the key ``offset`` positions away from it.
 
 ``check_offset_share`` runs the student's function on fixed cases and on hidden random ones (n != m
@@ -14,8 +14,11 @@ from collections.abc import Callable
 
 import torch
 
-from .report import Hint, StudentCrash, as_float, call, failing_case, generator, report
+from .compare import Answers
+from .registry import register
+from .report import Hint, StudentCrash, as_float, call, failing_case, generator
 
+NOTEBOOK = "02_attention_heatmaps"
 TOLERANCE = 1e-5  # the weights are float32: a correct mean is within ~1e-7 of the float64 reference
 
 
@@ -35,25 +38,29 @@ def _reference(w: torch.Tensor, offset: int) -> float:
     return _mean_at(w.double(), offset)
 
 
-def _mistakes(w: torch.Tensor, offset: int) -> list[tuple[str, float]]:
-    """``(hint, value)`` for every known wrong answer, most specific first."""
+def _mistakes(w: torch.Tensor, offset: int) -> list[tuple]:
+    """``(hint, value)`` or ``(key, hint, value)`` for every known wrong answer, most specific first."""
     w = w.double()
     n, m = w.shape
     rows = _valid_queries(n, m, offset)
     total = _mean_at(w, offset, divide_by=1)
     first_top = w.argmax(dim=-1)  # the first of tied keys, as torch.argmax and np.argmax pick
+    nonzero = [i for i in rows if w[i, i + offset] > 0]
     out = [
         ("the offset runs the wrong way: you read weights[i, i - offset] (or swapped rows and columns). Query i "
          "is row i; its key `offset` positions away is column i + offset, so offset -1 is the previous token.",
-         _mean_at(w, -offset) if _valid_queries(n, m, -offset) else math.nan),
-        (f"you divided by n = {'m = ' if n == m else ''}{n}, the number of all queries. A query with no key at "
+         _mean_at(w, -offset) if _valid_queries(n, m, -offset) else None),
+        ("n", f"you divided by n = {'m = ' if n == m else ''}{n}, the number of all queries. A query with no key at "
          "i + offset (query 0 has no previous token) has no share to measure: average only over the queries that "
          "have that key.", total / n),
-        (f"you divided by m = {m}, the number of keys: average over the queries that have a key at i + offset "
+        ("m", f"you divided by m = {m}, the number of keys: average over the queries that have a key at i + offset "
          f"(here {len(rows)}).", total / m),
         ("you counted how often the key at i + offset is a query's STRONGEST key (argmax). The task asks for the "
          "weight itself: a query that gives that key 0.45 and another key 0.55 still puts 0.45 there.",
          sum(int(first_top[i]) == i + offset for i in rows) / len(rows)),
+        ("you left out the queries that give the key at i + offset zero weight: a query that ignores that key "
+         "still counts, with its 0, in the mean (only queries with no key at i + offset are left out).",
+         sum(w[i, i + offset].item() for i in nonzero) / len(nonzero) if nonzero else None),
         ("you summed the weights over the queries: take their MEAN, so that the share stays between 0 and 1.",
          total),
         ("your answer is 100 times too large: return a share between 0 and 1, not a percentage.",
@@ -62,14 +69,15 @@ def _mistakes(w: torch.Tensor, offset: int) -> list[tuple[str, float]]:
     wrap = ("you wrapped around (torch.roll, an index % m, or a negative index: Python reads weights[0, -1] as the "
             "LAST key): the key i + offset must exist; queries whose key falls off either end are left out, not "
             "paired with a key from the other end.")
-    for size in dict.fromkeys((n, min(n, m))):  # every query, or the diagonal of a rolled matrix
-        out.append((wrap, sum(w[i, (i + offset) % m].item() for i in range(size)) / size))
+    for key, size in (("wrap n", n), ("wrap min", min(n, m))):  # every query, or the diagonal of a rolled matrix
+        out.append((key, wrap, sum(w[i, (i + offset) % m].item() for i in range(size)) / size))
     if n != m:
         for size, name in ((n, "n"), (m, "m")):
-            if size - abs(offset) > 0:
-                out.append((f"you divided by {name} - |offset| = {size - abs(offset)}: that counts the queries with a "
-                            f"key at i + offset only when n = m. Here n = {n} queries and m = {m} keys: count the "
-                            f"queries with 0 <= i + offset < m (here {len(rows)}).", total / (size - abs(offset))))
+            divisor = size - abs(offset)
+            out.append((f"{name} - |offset|", f"you divided by {name} - |offset| = {divisor}: that counts the queries "
+                        f"with a key at i + offset only when n = m. Here n = {n} queries and m = {m} keys: count the "
+                        f"queries with 0 <= i + offset < m (here {len(rows)}).",
+                        total / divisor if divisor else (math.inf if total > 0 else None)))
     return out
 
 
@@ -128,7 +136,7 @@ def _random_cases(seed: int, count: int = 6) -> list[tuple[str, torch.Tensor, in
     return cases
 
 
-def _check_once(fn: Callable, w: torch.Tensor, offset: int) -> None:
+def _check_once(fn: Callable, w: torch.Tensor, offset: int) -> float:
     given = w.clone()
     try:
         result = call(fn, given, offset)
@@ -147,23 +155,21 @@ def _check_once(fn: Callable, w: torch.Tensor, offset: int) -> None:
     if math.isnan(got):
         raise Hint("your result is NaN: a mean over no queries at all? Keep the queries with 0 <= i + offset < m; "
                    "every case here has at least one.")
-    want = _reference(w, offset)
-    if abs(got - want) <= TOLERANCE:
-        return
-    for hint, value in _mistakes(w, offset):
-        if not math.isnan(value) and abs(value - want) > TOLERANCE and abs(got - value) <= TOLERANCE:
-            raise Hint(hint)
-    raise Hint(f"expected {want:.4f}, got {got:.4f}: the mean of weights[i, i + offset] over the queries i that "
-               "have that key (0 <= i + offset < m).")
+    return got
 
 
-def check_offset_share(fn: Callable[[torch.Tensor, int], float], *, seed: int | None = None):
+def _same(a: float, b) -> bool:
+    return b is not None and (a == b or (not math.isnan(b) and abs(a - b) <= TOLERANCE))
+
+
+@register("offset_share")
+def check_offset_share(fn: Callable[[torch.Tensor, int], float], seed: int) -> None:
     """Check ``fn(weights (n, m), offset) -> float``: the mean of ``weights[i, i + offset]`` over the queries i
     with ``0 <= i + offset < m``, on 7 fixed cases and 6 hidden random ones (repeat a run with ``seed=``)."""
-
-    def check(s: int) -> None:
-        for description, w, offset in [*_fixed_cases(), *_random_cases(s)]:
-            with failing_case(description):
-                _check_once(fn, w, offset)
-
-    return report("offset_share", check, seed)
+    answers = Answers(_same, lambda c: f"expected {c.expected:.4f}, got {c.got:.4f}: the mean of weights[i, i + offset] "
+                                       "over the queries i that have that key (0 <= i + offset < m).")
+    for description, w, offset in [*_fixed_cases(), *_random_cases(seed)]:
+        with failing_case(description):
+            got = _check_once(fn, w, offset)
+        answers.add(description, got, _reference(w, offset), lambda w=w, offset=offset: _mistakes(w, offset))
+    answers.verdict()

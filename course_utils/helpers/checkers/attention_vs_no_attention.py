@@ -1,4 +1,5 @@
-"""Checkers for exercise 08: token accuracy, exact match and accuracy by length."""
+"""Checkers for lesson 08 (attention vs no attention): token accuracy, exact match and accuracy by
+length, on a hand-made batch, a perfect prediction and hidden random batches (source lengths 1..15)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,12 @@ import operator
 
 import torch
 
-from ...models.seq2seq_training import accuracy_by_length, exact_match_accuracy, sequence_correct, token_accuracy
-from .report import Hint, as_float, call, failing_case, generator, report
+from .compare import Answers, call_unchanged, fraction_close
+from .registry import register
+from .report import Hint, StudentCrash, as_float, failing_case, generator, kind_of
 
-_TWINS = {
-    "token_accuracy": (("token_accuracy", token_accuracy),),
-    "exact_match": (("exact_match_accuracy", exact_match_accuracy), ("sequence_correct", sequence_correct)),
-    "accuracy_by_length": (("accuracy_by_length", accuracy_by_length),),
-}
+NOTEBOOK = "08_attention_vs_no_attention"
+_TRAINING = "course_utils.models.seq2seq_training"
 
 
 # Hand-made reversal predictions (PAD = 0, EOS = 2, symbols 3..11); each row shows one situation.
@@ -41,8 +40,8 @@ def _acc_case() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def _random_acc_case(g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A hidden random batch: 6..16 sequences of source length 1..15, every kind of prediction error."""
-    N = int(torch.randint(6, 17, (1,), generator=g))
+    """A hidden random batch: 7..16 sequences of source length 1..15, every kind of prediction error."""
+    N = int(torch.randint(7, 17, (1,), generator=g))
     lengths = torch.randint(1, 16, (N,), generator=g)
     T = int(lengths.max()) + 3
     target = torch.zeros(N, T, dtype=torch.long)
@@ -51,7 +50,9 @@ def _random_acc_case(g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, to
         row = torch.cat([torch.randint(3, 12, (L,), generator=g), torch.tensor([2])])
         target[b, : L + 1] = row
         out = row.clone()
-        kind = b % 6 if b < 6 else int(torch.randint(0, 6, (1,), generator=g))
+        # every kind once, then a second early stop (so that "never stops" and "stops early" are not as many),
+        # then kinds other than those two
+        kind = b % 6 if b < 6 else 3 if b == 6 else (0, 1, 4, 5)[int(torch.randint(0, 4, (1,), generator=g))]
         if kind == 1:  # one wrong symbol
             k = int(torch.randint(0, L, (1,), generator=g))
             out[k] = 3 + (out[k] - 3 + 1) % 9
@@ -120,63 +121,60 @@ def _exact_mistakes(pred, target) -> list[tuple[str, float]]:
          (right | ~symbols).all(dim=1).float().mean().item()),
         ("you used any() instead of all(): one right token does not make a sequence right.",
          (right & real).any(dim=1).float().mean().item()),
+        ("you compared only the positions before the prediction's own <eos>: a model that stops too early (or writes "
+         "<eos> nowhere) is not exactly right. Compare every position where the TARGET is not <pad>.",
+         _until_predicted_eos(pred, target)),
     ]
 
 
-def _check_fraction(fn, name: str, reference, mistakes, seed: int) -> None:
+def _until_predicted_eos(pred, target) -> float:
+    rows = []
+    for p, t in zip(pred.tolist(), target.tolist()):
+        stop = p.index(2) if 2 in p else len(p)
+        rows.append(p[:stop] == t[:stop])
+    return sum(rows) / len(rows)
+
+
+def _fraction_cases(seed: int):
     pred, target, _ = _acc_case()
+    yield "the hand-made example", pred, target
+    yield "a perfect prediction", target.clone(), target
     g = generator(seed)
-    checks = [("the hand-made example", pred, target), ("a perfect prediction", target.clone(), target)]
     for k in range(2):
         p, t, _ = _random_acc_case(g)
-        checks.append((f"hidden random batch {k + 1}, pred and target of shape {tuple(p.shape)}", p, t))
-    for desc, p, t in checks:
+        yield f"hidden random batch {k + 1}, pred and target of shape {tuple(p.shape)}", p, t
+
+
+def _fraction_otherwise(case) -> str:
+    if case.got > 1:
+        return f"you returned {case.got:g}, more than 1: return a fraction (divide the count by the total)."
+    return (f"you returned {case.got:.4f}, expected {case.expected:.4f}. Compare the prediction with the target "
+            "only where the target is not <pad>.")
+
+
+def _fraction(fn, name: str, reference, mistakes, seed: int) -> None:
+    answers = Answers(fraction_close, _fraction_otherwise)
+    for desc, p, t in _fraction_cases(seed):
         with failing_case(desc):
-            _check_fraction_once(fn, name, reference, mistakes, p, t)
+            got = as_float(call_unchanged(fn, p, t, names=("pred", "target"), case=desc), name, "should return")
+        answers.add(desc, got, reference(p, t), lambda p=p, t=t: [
+            ("you returned a percentage: return a fraction between 0 and 1.", 100 * reference(p, t)), *mistakes(p, t)])
+    answers.verdict()
 
 
-def _check_fraction_once(fn, name: str, reference, mistakes, p: torch.Tensor, t: torch.Tensor) -> None:
-    p0, t0 = p.clone(), t.clone()
-    got = as_float(call(fn, p, t, twins=_TWINS[name]), name, "should return")
-    if not (torch.equal(p, p0) and torch.equal(t, t0)):
-        raise Hint(f"{name} changed its inputs in place: compute new tensors instead.")
-    expected = reference(p, t)
-    if abs(got - expected) < 1e-6:
-        return
-    if abs(got - 100 * expected) < 1e-4:
-        raise Hint("you returned a percentage: return a fraction between 0 and 1.")
-    for hint, value in mistakes(p, t):
-        if abs(got - value) < 1e-6:
-            raise Hint(hint)
-    if got > 1:
-        raise Hint(f"you returned {got:g}, more than 1: return a fraction (divide the count by the total).")
-    raise Hint(f"you returned {got:.4f}, expected {expected:.4f}. "
-               "Compare the prediction with the target only where the target is not <pad>.")
-
-
-def check_token_accuracy(fn, *, seed: int | None = None):
+@register("token_accuracy", twins={"token_accuracy": f"{_TRAINING}.token_accuracy"})
+def check_token_accuracy(fn, seed: int) -> None:
     """Check ``fn(pred (N, T), target (N, T)) -> float``: right tokens / non-pad target tokens, pooled, on the
     hand-made example, a perfect prediction and 2 hidden random batches (source lengths 1..15)."""
-    return report("token_accuracy", lambda s: _check_fraction(
-        fn, "token_accuracy", _token_acc_ref, _token_acc_mistakes, s), seed)
+    _fraction(fn, "token_accuracy", _token_acc_ref, _token_acc_mistakes, seed)
 
 
-def check_exact_match(fn, *, seed: int | None = None):
+@register("exact_match", twins={"exact_match_accuracy": f"{_TRAINING}.exact_match_accuracy",
+                                "sequence_correct": f"{_TRAINING}.sequence_correct"})
+def check_exact_match(fn, seed: int) -> None:
     """Check ``fn(pred (N, T), target (N, T)) -> float``: fraction of sequences right at every non-pad target
     position, on the same 4 batches as ``check_token_accuracy``."""
-    return report("exact_match", lambda s: _check_fraction(fn, "exact_match", _exact_ref, _exact_mistakes, s), seed)
-
-
-def _check_accuracy_by_length(fn, seed: int) -> None:
-    g = generator(seed)
-    cases = [("the hand-made example", *_acc_case())]
-    for k in range(2):
-        p, t, lengths = _random_acc_case(g)
-        cases.append((f"hidden random batch {k + 1}: {len(lengths)} sequences, source lengths "
-                      f"{sorted(set(lengths.tolist()))}", p, t, lengths))
-    for desc, pred, target, lengths in cases:
-        with failing_case(desc):
-            _check_by_length_once(fn, pred, target, lengths)
+    _fraction(fn, "exact_match", _exact_ref, _exact_mistakes, seed)
 
 
 def _as_length(key) -> int:
@@ -185,16 +183,19 @@ def _as_length(key) -> int:
     return operator.index(key)  # Python or NumPy integers
 
 
-def _check_by_length_once(fn, pred, target, lengths) -> None:
+def _by_length_answer(fn, pred, target, lengths, desc: str) -> dict[int, float]:
     try:
-        result = call(fn, pred.clone(), target.clone(), lengths.clone(), twins=_TWINS["accuracy_by_length"])
-    except Exception as crash:  # noqa: BLE001 - StudentCrash or a Hint: only a division by zero gets a tip here
-        if isinstance(getattr(crash, "error", None), ZeroDivisionError):
+        result = call_unchanged(fn, pred, target, lengths, names=("pred", "target", "src_lengths"), case=desc)
+    except StudentCrash as crash:
+        if type(crash.error).__name__ == "ZeroDivisionError":
             raise Hint("division by zero: a length with no sequences has no accuracy. Use only the source lengths "
                        "present in the batch (e.g. torch.unique(src_lengths)), not a range of lengths.") from None
         raise
     if not isinstance(result, dict):
-        raise Hint(f"return a dict {{source length: accuracy}}, got {type(result).__name__}.")
+        if type(result).__name__ == "dict":  # a dict that is not plain data (seen from another process)
+            raise Hint("the keys should be the source lengths as ints and the values numbers ({5: 0.8, ...}); your dict "
+                       "has other keys or values.")
+        raise Hint(f"return a dict {{source length: accuracy}}, got {kind_of(result)}.")
     expected = _by_length_ref(pred, target, lengths)
     keys = list(result)
     if any(isinstance(k, torch.Tensor) for k in keys):
@@ -223,10 +224,12 @@ def _check_by_length_once(fn, pred, target, lengths) -> None:
     if got_keys != want:
         raise Hint(f"your keys {sorted(got_keys)} are not the source lengths present, {sorted(want)}: bucket the "
                    "sequences by the source lengths you are given, not by counting tokens of pred or target.")
-    values = {k: as_float(v, f"the value for length {k}") for k, v in result.items()}
-    if all(abs(values[k] - expected[k]) < 1e-6 for k in want):
-        return
-    variants = [
+    return {k: as_float(v, f"the value for length {k}") for k, v in result.items()}
+
+
+def _by_length_mistakes(pred, target, lengths) -> list[tuple[str, dict]]:
+    want = set(_by_length_ref(pred, target, lengths))
+    return [
         ("your values are exact-sequence accuracies: the task asks for TOKEN accuracy per length.",
          _by_length_ref(pred, target, lengths, _exact_ref)),
         ("you counted the padding positions: only positions where the target is not <pad> are tokens.",
@@ -236,15 +239,32 @@ def _check_by_length_once(fn, pred, target, lengths) -> None:
         ("every length got the accuracy of the whole batch: compute it over the sequences of that length only.",
          {k: _token_acc_ref(pred, target) for k in want}),
     ]
-    for hint, candidate in variants:
-        if all(abs(values[k] - candidate[k]) < 1e-6 for k in want):
-            raise Hint(hint)
-    k = next(k for k in sorted(want) if abs(values[k] - expected[k]) >= 1e-6)
-    raise Hint(f"for source length {k} you returned {values[k]:.4f}, expected {expected[k]:.4f}: the token accuracy "
-               "of the sequences with that source length.")
 
 
-def check_accuracy_by_length(fn, *, seed: int | None = None):
+def _same_values(got: dict, want: dict) -> bool:
+    return set(got) == set(want) and all(fraction_close(got[k], want[k]) for k in want)
+
+
+def _by_length_otherwise(case) -> str:
+    k = next(k for k in sorted(case.expected) if not fraction_close(case.got[k], case.expected[k]))
+    return (f"for source length {k} you returned {case.got[k]:.4f}, expected {case.expected[k]:.4f}: the token "
+            "accuracy of the sequences with that source length.")
+
+
+@register("accuracy_by_length", twins={"accuracy_by_length": f"{_TRAINING}.accuracy_by_length"})
+def check_accuracy_by_length(fn, seed: int) -> None:
     """Check ``fn(pred (N, T), target (N, T), src_lengths (N,)) -> {length: token accuracy}`` on the hand-made
     example and 2 hidden random batches (source lengths 1..15, with gaps)."""
-    return report("accuracy_by_length", lambda s: _check_accuracy_by_length(fn, s), seed)
+    g = generator(seed)
+    cases = [("the hand-made example", *_acc_case())]
+    for k in range(2):
+        p, t, lengths = _random_acc_case(g)
+        cases.append((f"hidden random batch {k + 1}: {len(lengths)} sequences, source lengths "
+                      f"{sorted(set(lengths.tolist()))}", p, t, lengths))
+    answers = Answers(_same_values, _by_length_otherwise)
+    for desc, pred, target, lengths in cases:
+        with failing_case(desc):
+            got = _by_length_answer(fn, pred, target, lengths, desc)
+        answers.add(desc, got, _by_length_ref(pred, target, lengths),
+                    lambda a=(pred, target, lengths): _by_length_mistakes(*a))
+    answers.verdict()
