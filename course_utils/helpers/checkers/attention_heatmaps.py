@@ -162,7 +162,7 @@ def _same(a: float, b) -> bool:
     return b is not None and (a == b or (not math.isnan(b) and abs(a - b) <= TOLERANCE))
 
 
-@register("offset_share")
+@register("offset_share", twins={"offset_share": "course_utils.core.metrics.offset_share"})
 def check_offset_share(fn: Callable[[torch.Tensor, int], float], seed: int) -> None:
     """Check ``fn(weights (n, m), offset) -> float``: the mean of ``weights[i, i + offset]`` over the queries i
     with ``0 <= i + offset < m``, on 7 fixed cases and 6 hidden random ones (repeat a run with ``seed=``)."""

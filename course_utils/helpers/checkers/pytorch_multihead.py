@@ -20,7 +20,10 @@ from collections.abc import Callable
 
 import torch
 
-from .report import Hint, call, failing_case, generator, report
+from .registry import register
+from .report import Hint, call, failing_case, generator
+
+NOTEBOOK = "03b_pytorch_multihead"
 
 
 def _reference(mask: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -137,14 +140,11 @@ def _cases(seed: int) -> list[tuple[str, torch.Tensor, int]]:
     return cases
 
 
-def check_torch_attn_mask(fn: Callable[[torch.Tensor, int], torch.Tensor], seed: int | None = None):
+@register("torch_attn_mask")
+def check_torch_attn_mask(fn: Callable[[torch.Tensor, int], torch.Tensor], seed: int) -> None:
     """Check ``fn(mask, num_heads)``: the course's bool mask (True = may attend) of shape ``(n, m)`` or
     ``(B, n, m)`` -> ``nn.MultiheadAttention``'s ``attn_mask`` for the same attention (bool, True = blocked;
     ``(n, m)``, or ``(B * num_heads, n, m)`` with row ``b * num_heads + i`` for sequence b, head i)."""
-
-    def check(s: int) -> None:
-        for where, mask, h in _cases(s):
-            with failing_case(where):
-                _check_once(fn, mask, h, where)
-
-    return report("torch_attn_mask", check, seed)
+    for where, mask, h in _cases(seed):
+        with failing_case(where):
+            _check_once(fn, mask, h, where)
