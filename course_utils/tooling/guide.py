@@ -48,9 +48,9 @@ PLAN = {
     "12": ("optional", "07", "how the number of heads changes accuracy and what each head does"),
     "13": ("optional", "04", "define closeness to the anti-diagonal and follow it over 20 epochs"),
     "14": ("optional", "01", "time and memory of attention as the sequence grows; fused scaled_dot_product_attention"),
-    "15": ("optional (exercise)", "05, 11", "write the attention step of a KV cache (bottom-right causal mask); cached generation equal to uncached; time and memory against context length"),
+    "15": ("optional (exercise)", "05, 11", "write the attention step of a KV cache (bottom-right causal mask); cached generation equal to uncached; work and time of a step against context length; build grouped-query attention and measure the smaller cache"),
     "16": ("optional (exercise)", "01, 14", "a one-pass softmax with a running maximum; attention over key blocks equal to scaled_dot_product_attention; its peak memory against the from-scratch version"),
-    "17": ("optional (exercise)", "09, 11", "write rotary position embeddings; show the score depends only on the offset; RoPE against sinusoidal positions in the course's language model"),
+    "17": ("optional (exercise)", "09, 11", "write rotary position embeddings; show the score depends only on the offset; RoPE against learned and sinusoidal positions over three seeds, also at twice the trained length"),
 }
 
 
