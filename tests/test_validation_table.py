@@ -115,12 +115,16 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
         "weights": [[0.5, 0.5], np.full(4, 0.25), torch.ones(3, dtype=torch.long), torch.tensor(0.5)]}),
     "mean_attention_distance": (metrics.mean_attention_distance, dict(weights=torch.full((3, 3), 1 / 3)), {
         "weights": tensor_kinds(torch.full((3, 3), 1 / 3))}),
+    "offset_share": (metrics.offset_share, dict(weights=torch.full((3, 4), 0.25), offset=-1), {
+        "weights": tensor_kinds(torch.full((3, 4), 0.25)), "offset": INT + [-3, 4]}),
     # --- core/multihead.py -----------------------------------------------------------------------------------
     "MultiHeadAttention": (multihead.MultiHeadAttention, dict(d_model=8, num_heads=2, dropout=0.1), {
         "d_model": COUNT, "num_heads": COUNT + [3], "dropout": PROB}),
     "MultiHeadAttention.forward": (MHA, dict(query=X8, key=X8, value=X8, mask=None), {
         "query": tensor_kinds(X8) + [X8.double(), randn(2, 5, 6)], "key": tensor_kinds(X8) + [randn(3, 5, 8)],
         "value": tensor_kinds(X8) + [randn(2, 4, 8)], "mask": [X8, torch.ones(5, 4, dtype=torch.bool)]}),
+    "split_heads": (multihead.split_heads, dict(x=X8, num_heads=2), {
+        "x": tensor_kinds(X8, dtype=False) + [randn(5, 8)], "num_heads": COUNT + [3]}),
     "MultiHeadAttention.split_heads": (MHA.split_heads, dict(x=X8), {  # a reshape: any dtype
         "x": tensor_kinds(X8, dtype=False) + [randn(2, 5, 6), randn(5, 8)]}),
     "MultiHeadAttention.merge_heads": (MHA.merge_heads, dict(x=randn(2, 2, 5, 4)), {

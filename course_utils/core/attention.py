@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from .masks import check_mask
-from .validation import require_probability, require_same_device_and_dtype, require_tensor, shape_of
+from .validation import broadcast_shape, require_probability, require_same_device_and_dtype, require_tensor, shape_of
 
 
 def check_qkv(Q: Tensor, K: Tensor, V: Tensor | None = None) -> None:
@@ -38,7 +38,7 @@ def check_qkv(Q: Tensor, K: Tensor, V: Tensor | None = None) -> None:
         raise ValueError(f"K and V must have the same length m (one value per key): K has shape {shape_of(K)} "
                          f"(m={K.shape[-2]}), V has shape {shape_of(V)} (m={V.shape[-2]})")
     try:
-        torch.broadcast_shapes(*(t.shape[:-2] for t in named.values()))
+        broadcast_shape(*(t.shape[:-2] for t in named.values()))
     except RuntimeError:
         raise ValueError("the leading (batch/head) dimensions of Q, K, V do not broadcast: "
                          + ", ".join(f"{k} {shape_of(t)}" for k, t in named.items())) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .validation import is_int, require_device, require_int, require_positive, require_tensor, shape_of
+from .validation import broadcast_shape, is_int, require_device, require_int, require_positive, require_tensor, shape_of
 
 
 def check_mask(mask: Tensor, scores_shape: torch.Size, device: torch.device | None = None) -> Tensor:
@@ -36,7 +36,7 @@ def check_mask(mask: Tensor, scores_shape: torch.Size, device: torch.device | No
             "a float mask looks like an additive 0/-inf mask, which this project does not use"
         )
     try:
-        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
+        broadcast = broadcast_shape(mask.shape, scores_shape)
     except RuntimeError:
         broadcast = None
     if broadcast != scores_shape:

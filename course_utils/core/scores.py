@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import check_qkv
-from .validation import require_module_input, require_positive, shape_of
+from .validation import broadcast_shape, require_module_input, require_positive, shape_of
 
 
 def dot_scores(Q: Tensor, K: Tensor) -> Tensor:
@@ -32,7 +32,7 @@ def _check_query_key(module: nn.Module, Q: Tensor, K: Tensor, d_query: int, d_ke
         if t.dim() < 2 or t.shape[-1] != d:
             raise ValueError(f"{name} must have shape (..., length, {d}), got shape {shape_of(t)}")
     try:
-        torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+        broadcast_shape(Q.shape[:-2], K.shape[:-2])
     except RuntimeError:
         raise ValueError(
             f"the leading (batch) dimensions of Q {shape_of(Q)} and K {shape_of(K)} do not broadcast"

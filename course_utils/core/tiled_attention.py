@@ -19,7 +19,7 @@ from torch import Tensor
 
 from .attention import check_qkv
 from .masks import check_mask
-from .validation import require_bool, require_positive, require_tensor
+from .validation import broadcast_shape, require_bool, require_positive, require_tensor
 
 
 def online_softmax(x: Tensor, block_size: int = 1) -> Tensor:
@@ -66,7 +66,7 @@ def tiled_attention(
     n, m = Q.shape[-2], K.shape[-2]
     query_block_size = n if query_block_size is None else query_block_size
     require_positive(block_size=block_size, query_block_size=query_block_size)
-    lead = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    lead = broadcast_shape(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     if mask is not None:  # a view of shape (..., n, m), so that blocks can be sliced out of it
         mask = check_mask(mask, torch.Size((*lead, n, m)), device=Q.device)
         mask = mask.expand(*mask.shape[:-2], n, m)

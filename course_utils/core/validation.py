@@ -47,6 +47,21 @@ def require_tensor(name: str, x, *, ndim: int | None = None, min_ndim: int | Non
     return x
 
 
+def broadcast_shape(*shapes) -> torch.Size:
+    """The shape that ``shapes`` broadcast to (NumPy's rules); RuntimeError if they do not.
+
+    ``torch.broadcast_shapes`` does the same, but its first call imports SymPy (a quarter of a
+    second in every kernel); these checks run on every attention call."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, size in enumerate(shape, start=ndim - len(shape)):
+            if size != 1 and out[i] not in (1, size):
+                raise RuntimeError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+            out[i] = size if size != 1 else out[i]
+    return torch.Size(out)
+
+
 def require_same_device_and_dtype(same_dtype: bool = True, **tensors: Tensor) -> None:
     """Raise ValueError unless all ``tensors`` sit on one device (and, with ``same_dtype``, share one dtype)."""
     devices, dtypes = {t.device for t in tensors.values()}, {t.dtype for t in tensors.values()}
