@@ -296,3 +296,13 @@ def test_grouped_query_attention_refuses_heads_that_do_not_divide():
         grouped_query_attention(Q, torch.randn(2, 3, 4), torch.randn(1, 2, 3, 4))
     with pytest.raises(TypeError, match="V must be a torch.Tensor"):
         grouped_query_attention(Q, torch.randn(1, 2, 3, 4), None)
+
+
+def test_broadcast_shape_agrees_with_pytorch():
+    from course_utils.core.validation import broadcast_shape
+
+    for shapes in [((2, 3), (1, 3)), ((5, 1, 4), (3, 1)), ((), (2,)), ((2, 1), (1, 2), (1, 1, 1)), ((0, 1), (3,))]:
+        assert broadcast_shape(*shapes) == torch.broadcast_shapes(*shapes)
+    for shapes in [((2, 3), (3, 3)), ((4,), (5,)), ((2, 0), (3,))]:
+        with pytest.raises(RuntimeError):
+            broadcast_shape(*shapes)

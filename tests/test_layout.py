@@ -114,8 +114,8 @@ def test_the_facade_names_resolve_to_their_home_modules():
 
 
 def test_importing_the_core_and_the_models_loads_pytorch_only():
-    """`import course_utils.core` (and every module of core/ and models/, and a training) loads no plotting,
-    no IPython, no Jupyter and no torch._dynamo; `import course_utils` registers nothing in a shell."""
+    """`import course_utils.core` (and every module of core/ and models/, a training, an attention call) loads
+    no plotting, no IPython, no Jupyter, no SymPy and no torch._dynamo; `import course_utils` registers nothing in a shell."""
     import subprocess
     import sys
 
@@ -131,6 +131,8 @@ from course_utils import seed_everything, scaled_dot_product_attention
 from course_utils.models.training import train_steps
 net = torch.nn.Linear(2, 1)
 train_steps(net, lambda g: net(torch.randn(4, 2, generator=g)).pow(2).mean(), steps=2, lr=0.1, clip=1.0)
+q = torch.randn(1, 2, 4, 8)  # the shape checks load no SymPy (torch.broadcast_shapes would)
+scaled_dot_product_attention(q, q, q, torch.ones(4, 4, dtype=torch.bool).tril())
 loaded = sorted({m.split(".")[0] for m in set(sys.modules) - before} | ({"torch._dynamo"} & set(sys.modules)))
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
