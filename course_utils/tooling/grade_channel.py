@@ -22,6 +22,10 @@ from ..helpers.checkers.transport import (
     MAX_BYTES, ChannelClosed, Codec, TimedOut, TransportError, pack, remote_from, unpack)
 
 
+class Garbled(ChannelClosed):
+    """The worker sent something that is not a well-formed message (or one over the size limit)."""
+
+
 def changed_arguments(args: tuple, kwargs: dict) -> dict:
     """The tensor and array arguments of a call, by position or keyword: sent back after it (in-place changes)."""
     after = {i: a for i, a in enumerate(args) if isinstance(a, (torch.Tensor, np.ndarray))}
@@ -64,11 +68,19 @@ class Endpoint:
         self._write(pack(doc, blobs, self.limit))
 
     def receive(self) -> tuple[Any, Codec]:
-        doc, blobs = unpack(self._read, self.limit)
-        codec = self.codec()
-        message = codec.decode(doc, blobs)
-        if not isinstance(message, dict) or not isinstance(message.get("op"), str):
-            raise TransportError("a message without an operation")
+        """The next message (decoded) and its codec. On the grader's side a malformed message raises
+        :class:`Garbled`: the channel cannot be trusted to line up again, and no checker may take it
+        for an ordinary exception of the student's code."""
+        try:
+            doc, blobs = unpack(self._read, self.limit)
+            codec = self.codec()
+            message = codec.decode(doc, blobs)
+            if not isinstance(message, dict) or not isinstance(message.get("op"), str):
+                raise TransportError("a message without an operation")
+        except TransportError as err:
+            if self.student_side:
+                raise
+            raise Garbled(f"malformed reply from the worker: {err}") from None
         return message, codec
 
     def request(self, message: dict) -> tuple[dict, Codec]:
