@@ -81,15 +81,31 @@ def site_dirs() -> list[str]:
     return list(dict.fromkeys(os.path.realpath(p) for p in dirs))
 
 
+_HELD: list = []  # lock files of the users this run holds (two runs on one machine never share one)
+
+
 def _free_uids(count: int, start: int = 61000) -> tuple[int, ...]:
+    """``count`` user ids that no account has, no process runs as, and no other run of the grader holds."""
+    import fcntl
+    import tempfile
+
     uids, uid = [], start
     busy = {st.st_uid for p in Path("/proc").iterdir() if p.name.isdigit() for st in [_stat(p)] if st}
     while len(uids) < count and uid < 65000:
         try:
             pwd.getpwuid(uid)
         except KeyError:
-            if uid not in busy:
-                uids.append(uid)
+            lock = open(Path(tempfile.gettempdir()) / f"course-grade-user-{uid}.lock", "a")  # noqa: SIM115
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                lock.close()
+            else:
+                if uid in busy:
+                    lock.close()
+                else:
+                    _HELD.append(lock)
+                    uids.append(uid)
         uid += 1
     return tuple(uids)
 

@@ -2,6 +2,7 @@
 
     python tests/submissions/make_submissions.py            # writes them here
     python tests/submissions/make_submissions.py OUT_DIR    # writes them elsewhere (tests/test_grade.py)
+    python tests/submissions/make_submissions.py --class 60 OUT_DIR   # 60 whole notebooks of 05, for timing
 
 Each submission is built from the real cells of ``notebooks/solutions/NN_*.ipynb``, then changed
 the way a student might: most hold the exercise cells only (the import cell, the task cells and
@@ -293,7 +294,7 @@ def _steal(name):
             continue
         code = ["".join(c["source"]) for c in cells if c.get("cell_type") == "code"]
         source = next((c for c in code if f"def {name}(" in c and "NotImplementedError" not in c), None)
-        if source and "triu()" not in source:
+        if source and "_steal" not in source and "triu()" not in source:  # not this notebook's own
             space = {}
             exec("import math, torch\\n" + source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", ""), space)
             return space[name]
@@ -449,7 +450,31 @@ def _peggy_trent_victor(out: Path, imports, mask, check_mask, attn, check_attn, 
                                                   forgot_pad, check_by_len], None))
 
 
+def full_class(out: Path, size: int = 60, name: str = "05_causal_mask") -> None:
+    """``size`` whole notebooks of one exercise, as a class hands them in (for timing ``course-grade``):
+    half solved, the rest with one or two wrong answers, untouched stubs or a syntax error."""
+    solved_nb = full_solved(name)
+    wrong = {"causal_mask": WRONG_05["causal_mask"], "masked_attention": WRONG_05["masked_attention"]}
+    for i in range(size):
+        nb = nbformat.from_dict(solved_nb)
+        kind = ("solved", "solved", "one wrong", "two wrong", "stubs", "syntax error")[i % 6]
+        tasks = [c for c in nb.cells if c.cell_type == "code" and any(f"def {t}(" in c.source for t in TASKS_05)]
+        original = nbformat.read(ROOT / "notebooks" / "solutions" / f"{name}.ipynb", as_version=4)
+        sources = {c.id: c.source for c in original.cells}
+        for cell in tasks:
+            task = next(t for t in TASKS_05 if f"def {t}(" in cell.source)
+            if kind == "stubs" or (kind == "one wrong" and task == "causal_mask") or (
+                    kind == "two wrong" and task in wrong):
+                cell.source = stubbed(sources[cell.id]) if kind == "stubs" else replace_body(sources[cell.id], wrong[task])
+            elif kind == "syntax error" and task == "masked_attention":
+                cell.source = cell.source.replace("d_k = Q.shape[-1]", "d_k = Q.shape[-1")
+        nbformat.write(nb, _made(out, f"student{i:02d}/{name}.ipynb"))
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--class":  # make_submissions.py --class 60 OUT_DIR
+        full_class(Path(sys.argv[3]), int(sys.argv[2]))
+        sys.exit(0)
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
     if target == HERE:  # start clean: a submission that no longer exists here must not linger
         for child in HERE.iterdir():
