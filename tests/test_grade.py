@@ -186,13 +186,16 @@ def test_broken_and_dynamic_cells():
 
 # -- static checks on the submitted text ---------------------------------------------------------------
 
+TASK = next(t for t in exercises()["05_causal_mask"].tasks if t.name == "causal_mask")
+
+
 def test_an_answer_that_calls_the_course_own_function_is_found_in_its_text():
     for cells in (["import course_utils", "def causal_mask(n):\n    return course_utils.causal_mask(n)"],
                   ["import course_utils as cu", "def causal_mask(n):\n    import sys\n    sys.setprofile(None)\n"
                                                 "    return cu.core.masks.causal_mask(n)"],
                   ["from course_utils.core.masks import causal_mask as m", "def causal_mask(n):\n    return m(n)"]):
-        assert grade_plan.twin_calls("causal_mask", cells) == ["causal_mask"], cells
-    assert grade_plan.twin_calls("causal_mask", ["import torch", "def causal_mask(n):\n    return torch.ones(n, n)"]) == []
+        assert grade_plan.twin_calls(TASK, cells) == ["causal_mask"], cells
+    assert grade_plan.twin_calls(TASK, ["import torch", "def causal_mask(n):\n    return torch.ones(n, n)"]) == []
 
 
 def test_a_copy_of_the_course_code_is_flagged_and_nothing_else():

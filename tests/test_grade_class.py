@@ -107,7 +107,7 @@ def _runs_here(attack: str, iso) -> bool:
 
 def _skip_unless_isolated(attack: str, iso) -> None:
     if not _runs_here(attack, iso):
-        message = f"{attack} needs isolation {' or '.join(NEEDS[attack])}; here: {iso.describe()}"
+        message = f"{attack} needs isolation {' or '.join(NEEDS[attack])}; here: {iso.label()}"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
@@ -164,9 +164,9 @@ def graded(tmp_path_factory, isolation):
 
 def test_the_run_finishes_and_says_its_isolation(graded, isolation):
     assert graded["returncode"] == 0, graded["stderr"][-3000:]
-    assert f"isolation: {isolation.describe()}" in graded["stderr"]
+    assert f"isolation: {isolation.label()}" in graded["stderr"]
     report = graded["out"].with_name("grades_report.md").read_text(encoding="utf-8")
-    assert f"isolation: {isolation.describe()}" in report
+    assert f"isolation: {isolation.label()}" in report
 
 
 @pytest.mark.parametrize("submission", sorted(STUDENTS))

@@ -20,8 +20,8 @@ from course_utils.tooling.grade_channel import Endpoint
 
 
 def round_trip(value, codec=None):
-    doc, blobs = (codec or Codec()).encode(value)
-    return Codec().decode(*unpack(io.BytesIO(pack(doc, blobs)).read))
+    doc, blobs = (codec or Codec()).flatten(value)
+    return Codec().rebuild(*unpack(io.BytesIO(pack(doc, blobs)).read))
 
 
 TENSORS = [torch.randn(3, 2), torch.randn(2, 3, dtype=torch.float64).t(), torch.tensor(2.5, dtype=torch.float16),
@@ -119,11 +119,11 @@ def _npy(array):
 ], ids=lambda d: d[:30].decode("latin-1"))
 def test_malformed_messages_raise_one_clear_error(data):
     with pytest.raises(TransportError):
-        Codec().decode(*unpack(io.BytesIO(data).read))
+        Codec().rebuild(*unpack(io.BytesIO(data).read))
 
 
 def test_oversized_messages_are_refused_on_both_sides():
-    doc, blobs = Codec().encode(torch.zeros(1000))
+    doc, blobs = Codec().flatten(torch.zeros(1000))
     with pytest.raises(TransportError, match="over the limit"):
         pack(doc, blobs, limit=1000)
     frame = pack(doc, blobs)
@@ -274,7 +274,8 @@ def test_fixtures_travel_as_specs_and_bring_their_record_back():
             self.inputs.extend(record)
 
     Layer.__module__ = fixtures.__name__
-    fixtures.Layer = Layer
+    fixtures.FIXTURES = {"layer": Layer}  # listed under its fixture_name, as checkers/fixtures.py does
+    Layer.fixture_name = "layer"
     to_worker, from_worker = os.pipe(), os.pipe()
     worker = Endpoint(to_worker[0], from_worker[1], student_side=True, fixtures=fixtures)
     grader = Endpoint(from_worker[0], to_worker[1])
@@ -290,7 +291,12 @@ def test_fixtures_travel_as_specs_and_bring_their_record_back():
     assert [t.tolist() for t in layer.inputs] == [[1.0, 1.0], [0.0, 0.0]]
     # the grader never rebuilds a fixture from what the worker sends
     with pytest.raises(TransportError):
-        grader.codec().decode({"$": "fixture", "class": "Layer", "id": 0, "spec": {"$": "dict", "items": []}}, [])
+        grader.codec().rebuild({"$": "fixture", "class": "layer", "id": 0, "spec": {"$": "dict", "items": []}}, [])
+    # a fixture whose state would give the answer away stays on the grader's side: the worker gets a reference
+    secret = Layer(5.0)
+    secret.by_reference = True
+    assert torch.equal(fn(secret, torch.zeros(2)), torch.full((2,), 5.0))
+    assert len(secret.inputs) == 2  # recorded here, where it ran
     os.close(to_worker[1])
     thread.join(5)
 

@@ -24,6 +24,7 @@ import csv
 import dataclasses
 import multiprocessing
 import os
+import resource
 import shutil
 import signal
 import stat
@@ -63,6 +64,9 @@ def _judge(conn, ctx: Context) -> None:
     """A judge process: grade the submissions it is sent, one at a time, until it gets None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles Ctrl-C
     become_subreaper()
+    if ctx.limits.memory_bytes:  # a worker's callback into a checker's layer cannot take the machine's memory
+        judge_bytes = ctx.limits.memory_bytes + 4 * 2**30
+        resource.setrlimit(resource.RLIMIT_AS, (judge_bytes, judge_bytes))
     while (job := conn.recv()) is not None:
         path, rel = job
         try:
@@ -93,7 +97,7 @@ class Judges:
         end_tree(slot["proc"].pid, self.ctx.isolation, slot["slot"])
         slot["proc"].join(5)
 
-    def run(self, jobs: list[tuple[Path, str]], done) -> None:
+    def grade_all(self, jobs: list[tuple[Path, str]], done) -> None:
         queue = list(jobs)
         while queue or any(s["job"] for s in self.slots):
             for slot in self.slots:
@@ -123,7 +127,7 @@ class Judges:
             slot["conn"].close()
         slot.update(self._start(slot["slot"]))
 
-    def close(self) -> None:
+    def shut_down(self) -> None:
         for slot in self.slots:
             with suppress(OSError, ValueError):
                 slot["conn"].send(None)
@@ -172,13 +176,13 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
         become_subreaper()
         judges = Judges(ctx, max(1, jobs))
         try:
-            judges.run([(path, rel) for path, rel, why in items if not why], done)
+            judges.grade_all([(path, rel) for path, rel, why in items if not why], done)
         finally:
-            judges.close()
+            judges.shut_down()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     for result in results:
-        result["isolation"] = iso.describe() if iso else ""
+        result["isolation"] = iso.label() if iso else ""
     return results
 
 
@@ -243,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def header(total: int, iso) -> None:
         print(f"grading {total} notebooks under {args.submissions}, {args.jobs} at a time; isolation: "
-              f"{iso.describe()}", file=sys.stderr, flush=True)
+              f"{iso.label()}", file=sys.stderr, flush=True)
 
     results = grade_folder(args.submissions, jobs=args.jobs, timeout=args.timeout, task_timeout=args.task_timeout,
                            memory_gib=args.memory, isolation=args.isolation, progress=_show_progress, header=header)

@@ -64,17 +64,17 @@ class Endpoint:
 
     # -- messages -------------------------------------------------------------------------------
     def send(self, value: Any, codec: Codec | None = None) -> None:
-        doc, blobs = (codec or self.codec()).encode(value)
-        self._write(pack(doc, blobs, self.limit))
+        doc, blobs = (codec or self.codec()).flatten(value)
+        self._send_bytes(pack(doc, blobs, self.limit))
 
     def receive(self) -> tuple[Any, Codec]:
         """The next message (decoded) and its codec. On the grader's side a malformed message raises
         :class:`Garbled`: the channel cannot be trusted to line up again, and no checker may take it
         for an ordinary exception of the student's code."""
         try:
-            doc, blobs = unpack(self._read, self.limit)
+            doc, blobs = unpack(self._recv_bytes, self.limit)
             codec = self.codec()
-            message = codec.decode(doc, blobs)
+            message = codec.rebuild(doc, blobs)
             if not isinstance(message, dict) or not isinstance(message.get("op"), str):
                 raise TransportError("a message without an operation")
         except TransportError as err:
@@ -144,7 +144,7 @@ class Endpoint:
         if left <= 0 or not ready:
             raise TimedOut("no answer before the time limit")
 
-    def _read(self, n: int) -> bytes:
+    def _recv_bytes(self, n: int) -> bytes:
         while len(self._buffer) < n:
             self._wait(self.rfd, write=False)
             try:
@@ -158,7 +158,7 @@ class Endpoint:
         del self._buffer[:n]
         return data
 
-    def _write(self, data: bytes) -> None:
+    def _send_bytes(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             self._wait(self.wfd, write=True)

@@ -92,7 +92,7 @@ class Worker:
         self.ctx, self.folder = ctx, folder
         self.proc = self.endpoint = self.report = None
 
-    def start(self, plan: Plan, names: list[str], deadline: float) -> dict:
+    def launch(self, plan: Plan, names: list[str], deadline: float) -> dict:
         self.stop()
         self.proc = spawn(self.ctx.isolation, self.ctx.slot, self.folder, self.ctx.package, self.ctx.limits)
         self.endpoint = Endpoint(self.proc.stdout.fileno(), self.proc.stdin.fileno())
@@ -165,7 +165,7 @@ def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Pa
     shared = True
     try:
         for task in exercise.tasks:
-            twins = twin_calls(task.name, sources)
+            twins = twin_calls(task, sources)
             if twins:
                 values[task.name] = "wrong: " + TWIN_HINT.format(name=twins[0])
                 continue
@@ -175,12 +175,12 @@ def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Pa
                 used = plan
                 if shared and worker.report is None:
                     try:
-                        worker.start(plan, names, min(deadline, time.monotonic() + ctx.task_timeout))
+                        worker.launch(plan, names, min(deadline, time.monotonic() + ctx.task_timeout))
                     except ChannelClosed:
                         shared = False
                 if not shared:
                     used = make_plan(sources, [task.name])
-                    worker.start(used, [task.name], min(deadline, time.monotonic() + ctx.task_timeout))
+                    worker.launch(used, [task.name], min(deadline, time.monotonic() + ctx.task_timeout))
                 objects = worker.report["objects"]
                 if task.name not in objects:
                     values[task.name] = _missing(task.name, used, worker.report["errors"])

@@ -234,17 +234,18 @@ def copied_from(sources: list[str], name: str) -> str:
     return ""
 
 
-def twin_calls(task: str, sources: list[str]) -> list[str]:
-    """The course functions the answer for ``task`` hands its work to (the checkers' static check).
+def twin_calls(task, sources: list[str]) -> list[str]:
+    """The course functions the answer to ``task`` (a ``grade_exercises.Task``) hands its work to.
 
-    ADAPTER: uses ``course_utils.helpers.checkers.twin_calls(task, cell_sources)`` (issue 24's
-    static check, Contract A rule 7) where the package has it; until then, a fallback that only
-    knows calls to a course function named like the task."""
+    ADAPTER: the checkers' static check, ``course_utils.helpers.checkers.twin_calls(check name,
+    cell_sources)`` (Contract A rule 7), where the package has it and the check is registered; else
+    a fallback that only knows calls of a course function named like the task."""
     try:
         from ..helpers.checkers import twin_calls as checkers_twin_calls
-    except ImportError:
-        return _fallback_twin_calls(task, [to_python(s) for s in sources])
-    return list(checkers_twin_calls(task, sources))
+
+        return list(checkers_twin_calls(task.check, sources))
+    except (ImportError, KeyError):
+        return _fallback_twin_calls(task.name, [to_python(s) for s in sources])
 
 
 def _fallback_twin_calls(task: str, codes: list[str]) -> list[str]:

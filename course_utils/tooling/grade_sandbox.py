@@ -56,7 +56,7 @@ class Isolation:
     reason: str  # why not stronger (empty for bubblewrap as root)
     uids: tuple[int, ...] = ()  # one user per job slot (root only)
 
-    def describe(self) -> str:
+    def label(self) -> str:
         return self.kind + (f" ({self.reason})" if self.reason else "")
 
 
@@ -170,7 +170,7 @@ def preexec(iso: Isolation, slot: int, limits: Limits):
     uid = iso.uids[slot] if iso.uids else None
     extra = 0 if os.geteuid() == 0 else _user_processes(os.geteuid())  # a non-root user's other processes count
 
-    def run() -> None:
+    def in_child() -> None:
         os.setsid()
         os.umask(0o022)
         for name, value in (("RLIMIT_AS", limits.memory_bytes), ("RLIMIT_NPROC", limits.processes + extra),
@@ -187,7 +187,7 @@ def preexec(iso: Isolation, slot: int, limits: Limits):
             os.setgid(uid)
             os.setuid(uid)
 
-    return run
+    return in_child
 
 
 def spawn(iso: Isolation, slot: int, folder: Path, package: Path, limits: Limits) -> subprocess.Popen:

@@ -8,9 +8,10 @@ pickle, so nothing a worker sends can run code on the grader's side.
 What travels as itself: ``torch.Tensor`` (every dtype; bfloat16 and others NumPy lacks as
 same-sized integers), ``numpy.ndarray`` and NumPy scalars, ``None``, ``bool``, ``int``, ``float``,
 ``complex``, ``str``, ``torch.Size``, ``torch.dtype``, ``tuple``/``list``/``dict`` of these.
-*Fixtures* (classes of ``checkers/fixtures.py``) travel as ``(class name, to_spec())``, are rebuilt
+*Fixtures* (classes of ``checkers/fixtures.py``) travel as ``(fixture_name, to_spec())``, are rebuilt
 with ``from_spec`` on the worker's side, and what they recorded there comes back (``record()``
-there, ``absorb(record)`` here). A callable or ``nn.Module`` stays where it lives and the other side
+there, ``absorb(record)`` here); a fixture class with ``by_reference = True`` stays here instead
+(its state may give the answer away) and is called remotely. A callable or ``nn.Module`` stays where it lives and the other side
 gets a :class:`Remote` for it (calls, attribute reads, methods such as ``state_dict()``). Anything
 else arrives as an :class:`Opaque` with the original type's name and a short ``repr``; an exception
 as one of the same class name and message. Tensor and array arguments that the called code
@@ -138,7 +139,7 @@ class Codec:
         self.got_fixtures: dict[int, Any] = {}
 
     # -- encoding -----------------------------------------------------------------------
-    def encode(self, value: Any) -> tuple[Any, list[bytes]]:
+    def flatten(self, value: Any) -> tuple[Any, list[bytes]]:
         blobs: list[bytes] = []
         return self._enc(value, blobs, 0), blobs
 
@@ -178,11 +179,12 @@ class Codec:
             return {"$": "error", "type": type(v).__name__, "message": _short(v, 2000)}
         if isinstance(v, Opaque) and not isinstance(v, Remote):
             return {"$": "opaque", "type": type(v).__name__, "repr": v.text}
-        if callable(getattr(v, "to_spec", None)) and getattr(type(v), "__module__", "").endswith("checkers.fixtures"):
+        if (callable(getattr(v, "to_spec", None)) and getattr(type(v), "__module__", "").endswith("checkers.fixtures")
+                and not getattr(v, "by_reference", False)):  # by_reference: stays here, called remotely
             key = len(self.sent_fixtures)
             self.sent_fixtures[key] = v
-            return {"$": "fixture", "class": type(v).__name__, "id": key,
-                    "spec": self._enc(v.to_spec(), blobs, depth + 1)}
+            name = getattr(type(v), "fixture_name", "") or type(v).__name__
+            return {"$": "fixture", "class": name, "id": key, "spec": self._enc(v.to_spec(), blobs, depth + 1)}
         node = self.export(v) if self.export else None
         if node is not None:
             return node
@@ -205,7 +207,7 @@ class Codec:
         return {"$": "tensor", "dtype": name, "blob": self._blob(array, blobs), "grad": bool(t.requires_grad)}
 
     # -- decoding -----------------------------------------------------------------------
-    def decode(self, doc: Any, blobs: list[bytes]) -> Any:
+    def rebuild(self, doc: Any, blobs: list[bytes]) -> Any:
         return self._dec(doc, blobs, 0)
 
     def _array(self, node: dict, blobs: list[bytes]) -> np.ndarray:
@@ -223,10 +225,8 @@ class Codec:
     def _dec(self, v: Any, blobs: list[bytes], depth: int) -> Any:
         if depth > MAX_DEPTH + 2:
             raise TransportError("the message is nested too deeply")
-        if type(v) in _PLAIN_SCALARS:
-            return v
-        if isinstance(v, list):
-            return [self._dec(x, blobs, depth + 1) for x in v]
+        if type(v) in _PLAIN_SCALARS or isinstance(v, list):
+            return v if not isinstance(v, list) else [self._dec(x, blobs, depth + 1) for x in v]
         if not isinstance(v, dict) or not isinstance(v.get("$"), str):
             raise TransportError(f"unexpected {type(v).__name__} in the message")
         kind = v["$"]
@@ -285,8 +285,12 @@ class Codec:
         raise TransportError(f"unknown kind {_short(kind, 40)!r} in the message")
 
     def _dec_fixture(self, v: dict, blobs: list[bytes], depth: int) -> Any:
+        """A fixture rebuilt from its spec: a class listed in ``fixtures.FIXTURES`` (by ``fixture_name``), or
+        else a public class defined in that module."""
         name, key = _str(v.get("class")), v.get("id")
-        cls = getattr(self.fixtures, name, None) if self.fixtures is not None and not name.startswith("_") else None
+        listed = getattr(self.fixtures, "FIXTURES", None)
+        cls = (listed.get(name) if isinstance(listed, dict) else getattr(self.fixtures, name, None)
+               ) if self.fixtures is not None and not name.startswith("_") else None
         if not isinstance(cls, type) or cls.__module__ != self.fixtures.__name__ or type(key) is not int:
             raise TransportError(f"a fixture of an unknown class {_short(name, 60)!r}")
         fixture = cls.from_spec(self._dec(v.get("spec"), blobs, depth + 1))
