@@ -202,6 +202,9 @@ def test_a_copy_of_the_course_code_is_flagged_and_nothing_else():
     copied = make_submissions.attack(bodies={"masked_attention": make_submissions.COPIED_BODY})
     assert grade_plan.copied_from(copied, "masked_attention") == "course_utils.core.attention.scaled_dot_product_attention"
     assert grade_plan.copied_from(copied, "causal_mask") == ""  # a one-line answer is nobody's copy
+    natural = ["def pre_norm_block(block, x, mask=None):\n    h = block.norm1(x)\n    attended, weights = "
+               "block.attn(h, h, h, mask)\n    y = x + attended\n    return y + block.ffn(block.norm2(y)), weights"]
+    assert grade_plan.copied_from(natural, "pre_norm_block") == ""  # the checker's reference looks just like it
     for name, spec in exercises().items():  # the course's own solutions are not copies of its package
         path = ROOT / "notebooks" / "solutions" / f"{name}.ipynb"
         if path.exists():

@@ -198,10 +198,11 @@ def _grams(tokens: list[str], k: int = 5) -> set[int]:
 
 @lru_cache(maxsize=1)
 def course_functions() -> list[tuple[str, int, set[int], str]]:
-    """(qualified name, token count, 5-grams, exact shape) of every function in the package (tooling excepted)."""
+    """(qualified name, token count, 5-grams, exact shape) of every function of the package a student could copy:
+    not the tooling, and not the checkers, whose reference answers are what a right answer naturally looks like."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if "tooling" in path.parts or "__pycache__" in path.parts:
+        if "tooling" in path.parts or "checkers" in path.parts or "__pycache__" in path.parts:
             continue
         module = ".".join(("course_utils", *path.relative_to(PACKAGE).with_suffix("").parts))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -212,10 +213,10 @@ def course_functions() -> list[tuple[str, int, set[int], str]]:
 
 
 def copied_from(sources: list[str], name: str) -> str:
-    """The course function whose code the last definition of ``name`` copies ('' if none): the same body
-    (up to the names of locals, docstring and comments) with two statements or more; or, for bodies of
-    25 tokens or more, one that holds 80 % of the course function's token 5-grams, which make up 60 %
-    of its own."""
+    """The course function whose code the last definition of ``name`` copies ('' if none): for bodies of
+    25 tokens or more, the same body (up to the names of locals, docstring and comments) with two
+    statements or more, or one that holds 80 % of the course function's token 5-grams, which make up
+    60 % of its own. Short right answers look alike by nature: they are never flagged."""
     defs = definitions(sources, name)
     if not defs:
         return ""
@@ -226,7 +227,7 @@ def copied_from(sources: list[str], name: str) -> str:
         tokens, statements = _shape(fn), len(_body(fn))
         grams, exact = _grams(tokens), "\x1f".join(tokens)
         for qualified, size, course, course_exact in course_functions():
-            if exact == course_exact and statements >= 2:
+            if exact == course_exact and statements >= 2 and size >= 25:
                 return qualified
             shared = len(grams & course)
             if min(size, len(tokens)) >= 25 and shared >= 0.8 * len(course) and shared >= 0.6 * len(grams):
