@@ -6,14 +6,10 @@ The default tier needs no worker process (a few seconds); grading a class is in 
 
 from __future__ import annotations
 
-import csv
 import filecmp
-import hashlib
 import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nbformat
