@@ -64,6 +64,9 @@ def _judge(conn, ctx: Context) -> None:
     """A judge process: grade the submissions it is sent, one at a time, until it gets None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles Ctrl-C
     become_subreaper()
+    import torch
+
+    torch.set_num_threads(1)  # one core per judge: --jobs judges share the machine
     if ctx.limits.memory_bytes:  # a worker's callback into a checker's layer cannot take the machine's memory
         judge_bytes = ctx.limits.memory_bytes + 4 * 2**30
         resource.setrlimit(resource.RLIMIT_AS, (judge_bytes, judge_bytes))
