@@ -22,6 +22,9 @@ from ..helpers.checkers.transport import (
     MAX_BYTES, ChannelClosed, Codec, TimedOut, TransportError, pack, remote_from, unpack)
 
 
+PROTOCOL = frozenset({"to_spec", "from_spec", "record", "absorb", "by_reference", "remote_attributes"})
+
+
 class Garbled(ChannelClosed):
     """The worker sent something that is not a well-formed message (or one over the size limit)."""
 
@@ -113,10 +116,7 @@ class Endpoint:
                 if self.student_side:
                     reply["after"] = changed_arguments(tuple(args), kwargs)
             else:
-                name = message.get("name")
-                if not isinstance(name, str) or (not self.student_side and name.startswith("_")):
-                    raise AttributeError(f"no attribute {str(name)[:60]!r} here")
-                reply = {"op": "return", "value": getattr(target, name)}
+                reply = {"op": "return", "value": self._attribute(target, message.get("name"))}
             records = {k: f.record() for k, f in codec.got_fixtures.items() if callable(getattr(f, "record", None))}
             if records:
                 reply["records"] = records
@@ -128,6 +128,22 @@ class Endpoint:
             self.send(reply)
         except TransportError as err:  # e.g. an answer over the size limit: say so instead
             self.send({"op": "raise", "error": err})
+
+    def _attribute(self, target: Any, name: Any) -> Any:
+        """An attribute the other side asked for. The grader answers the worker only with what a student's
+        code may use of an object it was handed: its sub-modules and methods (callables), or the names its
+        class lists in ``remote_attributes``; never a private name, plain data (a layer's ``kind`` would
+        give the answer away) or the fixture protocol (``to_spec``, ``record``...)."""
+        if not isinstance(name, str):
+            raise AttributeError("an attribute name that is not a string")
+        if self.student_side:
+            return getattr(target, name)
+        listed = getattr(type(target), "remote_attributes", None)
+        refused = name.startswith("_") or name in PROTOCOL or (listed is not None and name not in listed)
+        value = None if refused else getattr(target, name)
+        if refused or (listed is None and not callable(value)):
+            raise AttributeError(f"{type(target).__name__} has no attribute {name[:60]!r} that your code may read")
+        return value
 
     def _target(self, message: dict) -> Any:
         key = message.get("id")
