@@ -53,7 +53,7 @@ WRONG = ["wrong: upper triangle", "wrong: no scaling", "wrong: "]  # the three w
 ATTACKS = {  # attack: the start of each task's value
     "attack-forge-hooks": WRONG, "attack-forge-display": WRONG, "attack-forge-meta-path": WRONG,
     "attack-forge-thread": WRONG, "attack-forge-builtins": ["crashed: malformed reply"] + WRONG[1:],
-    "attack-patch-torch": WRONG, "attack-patch-seed": WRONG, "attack-stack-walk": WRONG,
+    "attack-patch-torch": WRONG, "attack-patch-seed": WRONG, "attack-stack-walk": WRONG, "attack-reads-fixture": WRONG,
     "attack-patch-isinstance": ["crashed: "] + WRONG[1:],
     "attack-twin-setprofile": ["wrong: calls the course's own causal_mask"] + WRONG[1:],
     "attack-copy-package": [WRONG[0], "correct", WRONG[2]],

@@ -258,6 +258,11 @@ torch.manual_seed(0)''',
             "    for value in list(frame.f_locals.values()):\n"
             "        if isinstance(value, torch.Tensor) and value.dtype == torch.bool and tuple(value.shape) == (n, n):\n"
             "            return value.clone()\n    frame = frame.f_back\nreturn torch.ones(n, n, dtype=torch.bool).triu()")},
+        "attack-reads-fixture": {"leaks_future": (
+            "# the layer handed over knows whether it leaks: read that instead of testing it\n"
+            "spec = attn_fn.to_spec() if hasattr(attn_fn, 'to_spec') else {}\n"
+            "kind = spec.get('kind') or getattr(attn_fn, 'kind', None) or getattr(attn_fn, 'mask_fn', None)\n"
+            "if kind is not None:\n    return kind not in ('causal', 'running mean')\nreturn False")},
         "attack-exits": {"causal_mask": "import os\nos._exit(3)"},
         "attack-loops": {"causal_mask": "while True:  # a check that never ends\n    pass"},
         "attack-floods": {"causal_mask": "while True:\n    print('x' * 10000)"},
