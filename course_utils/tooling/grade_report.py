@@ -1,7 +1,9 @@
 """The class report beside grades.csv: per task, how many passed and the mistakes the checkers named.
 
 Written as Markdown (``grades_report.md``) and HTML (``grades_report.html``) next to the CSV;
-both come from the rows of the table alone, so a rerun gives the same report.
+both come from the rows of the table alone (and the isolation the run had), so a rerun gives the
+same report. Answers flagged as copies of the course's own code are listed apart: they are graded
+on what they compute; whether a copy is acceptable is the instructor's call, not the grader's.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from .grade import EXERCISES
+from .grade_exercises import exercises
 
 OUTCOMES = ("correct", "wrong", "not done", "crashed", "timed out")
 
@@ -22,15 +24,15 @@ def _kind(value: str) -> str:
     return "invalid" if value.startswith("invalid") else "other"
 
 
-def summarise(rows: list[dict[str, str]]) -> list[dict]:
+def task_sections(rows: list[dict[str, str]]) -> list[dict]:
     """Per exercise and task: counts of each outcome and the hints of the wrong answers, most common first."""
     sections = []
-    for exercise, spec in EXERCISES.items():
+    for exercise, spec in exercises().items():
         mine = [r for r in rows if r["exercise"] == exercise]
         if not mine:
             continue
         tasks = []
-        for name, _ in spec.tasks:
+        for name in (t.name for t in spec.tasks):
             values = [r.get(name, "") for r in mine]
             counts = Counter(_kind(v) for v in values)
             mistakes = Counter(v.split(":", 1)[1].strip() for v in values if _kind(v) == "wrong")
@@ -47,7 +49,8 @@ def _invalid(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
     out = []
     for r in rows:
         if not r["exercise"]:
-            reason = next((v for k, v in r.items() if k not in ("submission", "exercise", "correct", "tasks") and v), "invalid")
+            reason = next((v for k, v in r.items() if k not in ("submission", "exercise", "correct", "tasks", "flags")
+                           and v), "invalid")
             out.append((r["submission"], reason))
     return out
 
@@ -58,11 +61,24 @@ def _counts_text(task: dict) -> str:
     return f"{c['correct']} of {task['students']} passed" + (f" ({', '.join(parts)})" if parts else "")
 
 
-def markdown(rows: list[dict[str, str]]) -> str:
+def _flagged(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
+    return [(r["submission"], r["flags"]) for r in rows if r.get("flags")]
+
+
+FLAGGED = ("Graded on what they compute (a copy of the course's code computes the right answer); "
+           "whether the copy is acceptable is your call:")
+
+
+def _isolation_text(isolation: str) -> str:
+    return f"Student code ran with isolation: {isolation} (INSTRUCTORS.md, \"Grade a class\", says what that guarantees)."
+
+
+def markdown(rows: list[dict[str, str]], isolation: str = "") -> str:
     lines = ["# Class report", "",
              f"{len(rows)} submissions. Per task: how many passed, then the mistakes the checkers named, "
              "most common first: what to go over in the next class.", ""]
-    for section in summarise(rows):
+    lines += [_isolation_text(isolation), ""] if isolation else []
+    for section in task_sections(rows):
         lines += [f"## {section['exercise']}", "",
                   f"{section['submissions']} submissions, {section['all_correct']} with every task correct.", ""]
         for task in section["tasks"]:
@@ -75,6 +91,10 @@ def markdown(rows: list[dict[str, str]]) -> str:
                 lines += ["Crashes to look at:", ""]
                 lines += [f"- {n} x {why}" for why, n in task["crashes"]]
                 lines.append("")
+    flagged = _flagged(rows)
+    if flagged:
+        lines += ["## Answers that copy the course's code", "", FLAGGED, ""]
+        lines += [f"- {sub}: {why}" for sub, why in flagged] + [""]
     invalid = _invalid(rows)
     if invalid:
         lines += ["## Not graded", "", "| submission | reason |", "| --- | --- |"]
@@ -83,7 +103,7 @@ def markdown(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def html_report(rows: list[dict[str, str]]) -> str:
+def html_report(rows: list[dict[str, str]], isolation: str = "") -> str:
     e = html.escape
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>Class report</title>',
              "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}"
@@ -91,7 +111,8 @@ def html_report(rows: list[dict[str, str]]) -> str:
              "td.n{text-align:right}</style></head><body>", "<h1>Class report</h1>",
              f"<p>{len(rows)} submissions. Per task: how many passed, then the mistakes the checkers named, "
              "most common first: what to go over in the next class.</p>"]
-    for section in summarise(rows):
+    parts += [f"<p>{e(_isolation_text(isolation))}</p>"] if isolation else []
+    for section in task_sections(rows):
         parts += [f"<h2>{e(section['exercise'])}</h2>",
                   f"<p>{section['submissions']} submissions, {section['all_correct']} with every task correct.</p>"]
         for task in section["tasks"]:
@@ -104,6 +125,10 @@ def html_report(rows: list[dict[str, str]]) -> str:
                 parts.append("<p>Crashes to look at:</p><ul>")
                 parts += [f"<li>{n} &times; {e(why)}</li>" for why, n in task["crashes"]]
                 parts.append("</ul>")
+    flagged = _flagged(rows)
+    if flagged:
+        parts += ["<h2>Answers that copy the course's code</h2>", f"<p>{e(FLAGGED)}</p><ul>"]
+        parts += [f"<li>{e(sub)}: {e(why)}</li>" for sub, why in flagged] + ["</ul>"]
     invalid = _invalid(rows)
     if invalid:
         parts.append("<h2>Not graded</h2><table><tr><th>submission</th><th>reason</th></tr>")
@@ -113,10 +138,10 @@ def html_report(rows: list[dict[str, str]]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_reports(rows: list[dict[str, str]], csv_path: Path) -> list[Path]:
+def write_reports(rows: list[dict[str, str]], csv_path: Path, isolation: str = "") -> list[Path]:
     """Write ``<stem>_report.md`` and ``<stem>_report.html`` beside the CSV; their paths."""
     md = csv_path.with_name(csv_path.stem + "_report.md")
     page = csv_path.with_name(csv_path.stem + "_report.html")
-    md.write_text(markdown(rows), encoding="utf-8")
-    page.write_text(html_report(rows), encoding="utf-8")
+    md.write_text(markdown(rows, isolation), encoding="utf-8")
+    page.write_text(html_report(rows, isolation), encoding="utf-8")
     return [md, page]

@@ -1,0 +1,220 @@
+"""Grade one submission: its row of the table. Runs in a judge process of ``course-grade``, where no
+student code ever runs: the submission is read as data, the hidden inputs are drawn and the
+verdicts computed here, and the student's functions run in a worker (``grade_sandbox``) that
+only answers calls (``grade_channel``, ``checkers.transport``).
+
+One wall clock (``timeout``) covers the whole submission, checks included; each task's check
+has at most ``task_timeout`` of it. A worker that stops answering, sends something malformed,
+ends itself or runs out of time costs that task (``crashed: ...`` / ``timed out``); the worker is
+then ended, with everything it started, and the next task gets a fresh one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import stat
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat.reader import NotJSONError
+
+from ..helpers.checkers.transport import ChannelClosed, TimedOut, remote_from
+from .grade_channel import Endpoint
+from .grade_exercises import Exercise, Invalid, code_sources, identify, load_check
+from .grade_plan import Plan, copied_from, make_plan, twin_calls
+from .grade_sandbox import Isolation, Limits, end_worker, spawn
+
+MAX_NOTEBOOK_BYTES = 32 * 2**20
+TWIN_HINT = ("calls the course's own {name}: write it yourself (the course's version is what your function is "
+             "checked against).")
+SIGNALS = {signal.SIGKILL: "killed (out of memory, or over the process limit)", signal.SIGXFSZ: "wrote a file over the size limit",
+           signal.SIGXCPU: "used up its CPU time", signal.SIGSEGV: "crashed (segmentation fault)"}
+
+
+@dataclass
+class Context:
+    """What every submission of one run shares."""
+
+    table: dict[str, Exercise]
+    isolation: Isolation
+    slot: int
+    run_dir: Path
+    package: Path
+    timeout: float = 120.0
+    task_timeout: float = 30.0
+    limits: Limits = field(default_factory=Limits)
+
+
+def read_submission(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The bytes of a regular file at ``path``, never through a symlink, at most ``limit`` of them."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        if os.path.islink(path):
+            raise Invalid("a symbolic link, not a notebook: submit the notebook file itself") from None
+        raise Invalid(f"cannot read the file ({type(err).__name__})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Invalid("not a regular file")
+        if info.st_size > limit:
+            raise Invalid(f"larger than {limit // 2**20} MiB")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise Invalid(f"larger than {limit // 2**20} MiB")
+    return data
+
+
+def parse_notebook(data: bytes) -> nbformat.NotebookNode:
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except (UnicodeDecodeError, json.JSONDecodeError, NotJSONError, RecursionError):
+        raise Invalid("invalid JSON (not a notebook)") from None
+    except Exception as err:  # noqa: BLE001 - nbformat raises several kinds for bad input
+        raise Invalid(f"not a notebook ({' '.join(str(err).split())[:120]})") from None
+    if not isinstance(nb.get("cells"), list):
+        raise Invalid("not a notebook (no cells)")
+    return nb
+
+
+class Worker:
+    """A worker process for one submission, started on demand with a plan, ended on any trouble."""
+
+    def __init__(self, ctx: Context, folder: Path) -> None:
+        self.ctx, self.folder = ctx, folder
+        self.proc = self.endpoint = self.report = None
+
+    def launch(self, plan: Plan, names: list[str], deadline: float) -> dict:
+        self.stop()
+        self.proc = spawn(self.ctx.isolation, self.ctx.slot, self.folder, self.ctx.package, self.ctx.limits)
+        self.endpoint = Endpoint(self.proc.stdout.fileno(), self.proc.stdin.fileno())
+        self.endpoint.deadline = deadline
+        setup = remote_from({"id": 0, "name": "setup"}, self.endpoint)
+        report = setup(plan.to_message(), names)
+        if not (isinstance(report, dict) and isinstance(report.get("objects"), dict)
+                and isinstance(report.get("missing"), list) and isinstance(report.get("errors"), list)):
+            raise ChannelClosed("the worker's set-up answer is malformed")
+        self.report = report
+        return report
+
+    def why_closed(self, err: ChannelClosed) -> str:
+        """What ended the conversation, for the row."""
+        if isinstance(err, TimedOut) or self.proc is None:
+            return str(err)
+        with contextlib.suppress(Exception):
+            self.proc.wait(2)
+        code = self.proc.returncode
+        if code is None or "malformed" in str(err):
+            return str(err)
+        if code < 0 or code > 128:
+            return f"the worker was {SIGNALS.get(-code if code < 0 else code - 128, f'ended by signal {abs(code) % 128}')}"
+        return f"the notebook ended its own process (exit status {code})"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            end_worker(self.proc, self.ctx.isolation, self.ctx.slot)
+        self.proc = self.endpoint = self.report = None
+
+
+def verdict(result: object) -> str:
+    """One CSV value from a check's CheckResult (every checker returns one: checkers/report.py)."""
+    status, hint, error = (str(getattr(result, k, "") or "") for k in ("status", "hint", "error"))
+    if status == "correct" and result:
+        return "correct"
+    if status == "not done":
+        return "not done"
+    if status == "crashed":
+        return f"crashed: {error or hint}"
+    if status == "wrong":
+        return f"wrong: {hint or 'the checker gave no explanation'}"
+    if status == "checker error":
+        return f"crashed: the checker failed, not the student's code: {error}"
+    return f"crashed: the checker returned no verdict ({type(result).__name__})"
+
+
+def _missing(name: str, plan: Plan, errors: list) -> str:
+    if name in plan.broken_defines:
+        cell = plan.broken_defines[name]
+        return f"crashed: {plan.broken[cell]} (cell {cell + 1})"
+    if errors:
+        cell, error = errors[-1]
+        return f"crashed: {error} (cell {cell + 1})"
+    return f"not done: the notebook defines no {name}"
+
+
+def _run_check(task, obj, worker: Worker, ctx: Context, deadline: float) -> str:
+    worker.endpoint.deadline = min(deadline, time.monotonic() + ctx.task_timeout)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        result = load_check(task)(obj)
+    return verdict(result)
+
+
+def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Path, deadline: float) -> dict[str, str]:
+    """Each task's value. One worker runs the cells all tasks need; if that set-up fails (it loops, or the
+    process ends), each task gets a worker that runs only the cells it needs itself."""
+    names = [t.name for t in exercise.tasks]
+    plan, values, worker = make_plan(sources, names), {}, Worker(ctx, folder)
+    shared = True
+    try:
+        for task in exercise.tasks:
+            twins = twin_calls(task, sources)
+            if twins:
+                values[task.name] = "wrong: " + TWIN_HINT.format(name=twins[0])
+                continue
+            try:
+                if time.monotonic() >= deadline:
+                    raise TimedOut("the submission's time is up")
+                used = plan
+                if shared and worker.report is None:
+                    try:
+                        worker.launch(plan, names, min(deadline, time.monotonic() + ctx.task_timeout))
+                    except ChannelClosed:
+                        shared = False
+                if not shared:
+                    used = make_plan(sources, [task.name])
+                    worker.launch(used, [task.name], min(deadline, time.monotonic() + ctx.task_timeout))
+                objects = worker.report["objects"]
+                if task.name not in objects:
+                    values[task.name] = _missing(task.name, used, worker.report["errors"])
+                    continue
+                values[task.name] = _run_check(task, objects[task.name], worker, ctx, deadline)
+            except ChannelClosed as err:
+                values[task.name] = "timed out" if isinstance(err, TimedOut) else f"crashed: {worker.why_closed(err)}"
+                worker.stop()
+    finally:
+        worker.stop()
+    return values
+
+
+def grade_submission(path: Path, rel: str, ctx: Context) -> dict:
+    """The row of one submission: {"submission", "exercise", "values", "flags", "seconds"} (or "invalid")."""
+    start = time.monotonic()
+    row = {"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0}
+    try:
+        data = read_submission(path)
+        nb = parse_notebook(data)
+        exercise = ctx.table[identify(nb, ctx.table)]
+    except Invalid as why:
+        row.update(invalid=f"invalid: {why}", seconds=time.monotonic() - start)
+        return row
+    sources = code_sources(nb)
+    folder = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.run_dir))
+    try:
+        (folder / "submission.ipynb").write_bytes(data)
+        if ctx.isolation.uids:
+            os.chown(folder, ctx.isolation.uids[ctx.slot], ctx.isolation.uids[ctx.slot])
+        values = grade_tasks(sources, exercise, ctx, folder, start + ctx.timeout)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    copies = [(t.name, copied_from(sources, t.name)) for t in exercise.tasks]
+    row.update(exercise=exercise.notebook, values=values, seconds=time.monotonic() - start,
+               flags="; ".join(f"{name}: copy of {where}" for name, where in copies if where))
+    return row
