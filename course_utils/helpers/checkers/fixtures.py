@@ -92,6 +92,7 @@ class LeakLayer(Fixture):
     """
 
     fixture_name = "LeakLayer"
+    by_reference = True  # a grader keeps it in its own process: the student's code calls it, never reads its kind
 
     def __init__(self, kind: str, x: torch.Tensor, key: tuple[int, int] | None = None) -> None:
         if kind not in LAYER_KINDS:
@@ -155,6 +156,7 @@ class CourseModule(Fixture):
     (an answer that runs the module itself hands its work to the course's code)."""
 
     fixture_name = "CourseModule"
+    by_reference = True  # a grader keeps it in its own process: its count of calls cannot be edited by the answer
     course_class: ClassVar[str] = ""
 
     def _setup(self, init: dict) -> None:
