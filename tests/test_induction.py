@@ -10,12 +10,15 @@ from course_utils.models.induction import (
     AttentionOnlyTransformer,
     CopyBatch,
     ablate_heads,
+    accuracy_by_source,
     copy_accuracy,
     copy_batch,
     copy_losses,
+    held_out,
     induction_score,
     previous_token_score,
     repeat_batch,
+    right_predictions,
     train_induction,
 )
 
@@ -34,20 +37,31 @@ def test_repeat_batch_repeats_each_rows_block_and_marks_what_a_copy_predicts():
         periods.add(L)
         assert 3 <= L <= 7 and not copied[: L + 1].any() and copied[L + 1 :].all()
         assert torch.equal(tokens[L:], tokens[: 20 - L])  # the block, again and again
+    t = torch.arange(20)
+    sources = batch.source[batch.copied]
+    assert torch.equal(batch.tokens[batch.copied], batch.tokens.gather(1, batch.source.clamp_min(0))[batch.copied])
+    assert bool((sources < t.expand(50, 20)[batch.copied]).all()) and bool((batch.source[~batch.copied] == -1).all())
     assert periods == set(range(3, 8))  # every period of the range drawn
     fixed = repeat_batch(4, 8, 4, 5, g())
     assert torch.equal(fixed.tokens[:, 4:], fixed.tokens[:, :4]) and fixed.copied[:, 5:].all()
     assert torch.equal(repeat_batch(4, 8, 4, 5, g(1)).tokens, repeat_batch(4, 8, 4, 5, g(1)).tokens)
 
 
+def test_held_out_is_a_block_then_the_same_block():
+    test = held_out(6, count=10, vocab_size=20)
+    assert test.tokens.shape == (10, 12) and torch.equal(test.tokens[:, 6:], test.tokens[:, :6])
+    assert torch.equal(held_out(6, count=10, vocab_size=20).tokens, test.tokens)  # the same every time
+    assert test.copied.sum().item() == 10 * 5
+
+
 def test_copy_batch_copies_one_block_to_a_later_place():
     batch = copy_batch(40, 30, 6, 50, g())
     assert batch.copied.sum(1).eq(5).all()  # the copy's tokens after its first
-    for tokens, copied in zip(batch.tokens, batch.copied):
-        start = int(copied.nonzero()[0]) - 1
-        block = tokens[start : start + 6]
-        sources = [s for s in range(0, start - 5) if torch.equal(tokens[s : s + 6], block)]
-        assert sources, "the copied block has a source before it"
+    for tokens, source in zip(batch.tokens, batch.source):
+        start = int((source >= 0).nonzero()[0]) - 1
+        origin = int(source[start + 1]) - 1
+        assert origin + 6 <= start and torch.equal(tokens[origin : origin + 6], tokens[start : start + 6])
+        assert source[start + 1 : start + 6].tolist() == list(range(origin + 1, origin + 6))
 
 
 @pytest.mark.parametrize(("call", "error"), [
@@ -102,10 +116,14 @@ def test_scores_of_perfect_heads():
         induction[i, i - L + 1 if i >= L else 0] = 1.0
         previous[i, max(i - 1, 0)] = 1.0
     assert induction_score(induction, L).item() == 1.0 and induction_score(previous, L).item() == 0.0
-    assert previous_token_score(previous).item() == 1.0
+    assert previous_token_score(previous, L).item() == 1.0
     stacked = torch.stack([induction, previous])[None]  # (1, 2, T, T)
     assert induction_score(stacked, L).tolist() == [[1.0, 0.0]]
-    assert torch.equal(previous_token_score(stacked), offset_share(stacked, -1))
+    assert torch.equal(previous_token_score(stacked, L), offset_share(stacked[..., :L, :L], -1))
+    late = previous.clone()
+    late[L:] = induction[L:]  # a previous-token head in the first block only still scores 1
+    assert previous_token_score(late, L).item() == 1.0
+    assert previous_token_score(induction, L).item() == pytest.approx(1 / (L - 1))  # only query 1 reads key 0
     assert induction_score(induction.double(), L).dtype == torch.float64
 
 
@@ -147,7 +165,7 @@ def test_ablating_a_head_zeroes_its_output_and_only_inside_the_block():
 
 
 def test_accuracy_and_losses_count_only_the_tokens_they_should():
-    batch = CopyBatch(torch.tensor([[1, 2, 3, 1, 2, 3]]), torch.tensor([[False, False, False, False, True, True]]))
+    batch = CopyBatch(torch.tensor([[1, 2, 3, 1, 2, 3]]), torch.tensor([[-1, -1, -1, -1, 1, 2]]))
     logits = torch.full((1, 6, 4), -10.0)
     logits[0, torch.arange(5), batch.tokens[0, 1:]] = 10.0  # right everywhere
     logits[0, 4, 3] = 0.0  # position 4 predicts token 5 (= 3) less surely
@@ -165,6 +183,9 @@ def test_accuracy_and_losses_count_only_the_tokens_they_should():
             return wrong, None
 
     assert copy_accuracy(Fixed(), batch) == 0.5
+    assert right_predictions(Fixed(), batch).tolist() == [[False, True, True, True, False, True]]
+    by_source = accuracy_by_source(Fixed(), batch)
+    assert by_source[1:3].tolist() == [0.0, 1.0] and by_source[[0, 3, 4, 5]].isnan().all()
     with pytest.raises(TypeError):
         copy_accuracy(Fixed(), batch.tokens)
 

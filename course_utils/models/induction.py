@@ -11,10 +11,12 @@ layer 2 matches the current token against it.
   Both return a ``CopyBatch``: the tokens and which of them a copy from context can predict.
 - ``AttentionOnlyTransformer``: token and learned position embeddings, ``num_layers`` pre-norm
   causal ``MultiHeadAttention`` layers with residuals, no MLP, a final LayerNorm and a linear read-out.
-- ``copy_accuracy``, ``copy_losses``, ``ablate_heads``, ``train_induction``.
+- ``copy_accuracy`` (and ``right_predictions``, ``accuracy_by_source``), ``copy_losses``, ``ablate_heads``,
+  ``train_induction``.
 - The scores of a head, from its weights ``(..., T, T)`` on a repeated block of period L:
-  ``previous_token_score`` (weight on key i - 1) and ``induction_score`` (weight on key i - L + 1,
-  the token after the earlier occurrence, for the queries i >= L of the repeats).
+  ``previous_token_score`` (weight on key i - 1, for the queries of the first block) and
+  ``induction_score`` (weight on key i - L + 1, the token after the earlier occurrence, for the
+  queries i >= L of the repeats); ``held_out``, the test sequences they are measured on.
 """
 
 from __future__ import annotations
@@ -37,15 +39,22 @@ from .training import train_steps
 
 
 class CopyBatch(NamedTuple):
-    """A batch of the copy tasks: ``tokens (B, T)`` ids and ``copied (B, T)`` bool, True where token t
-    repeats an earlier token *and* token t - 1 does too, so that a copy from context can predict it
-    (an induction head at position t - 1 finds the earlier t - 1 and reads what followed)."""
+    """A batch of the copy tasks: ``tokens (B, T)`` ids and ``source (B, T)``: for a token t that a copy
+    from context can predict, the position of the earlier token it repeats, else -1. A token is
+    predictable when it repeats an earlier token *and* token t - 1 repeats the one before that: an
+    induction head at query t - 1 then finds the earlier t - 1 and reads key ``source[b, t]``, the
+    token that followed it."""
 
     tokens: Tensor
-    copied: Tensor
+    source: Tensor
+
+    @property
+    def copied(self) -> Tensor:
+        """``(B, T)`` bool: the predictable tokens."""
+        return self.source >= 0
 
     def to(self, device: torch.device | str) -> CopyBatch:
-        return CopyBatch(self.tokens.to(device), self.copied.to(device))
+        return CopyBatch(self.tokens.to(device), self.source.to(device))
 
 
 def _periods(batch_size: int, period: int | tuple[int, int], generator: torch.Generator | None) -> Tensor:
@@ -64,7 +73,7 @@ def repeat_batch(batch_size: int, length: int, period: int | tuple[int, int], vo
                  generator: torch.Generator | None = None) -> CopyBatch:
     """``batch_size`` rows of ``length`` tokens: a random block of ``period`` tokens (uniform over
     ``0..vocab_size-1``), repeated until the row is full. ``period=(low, high)`` draws each row's period
-    uniformly from ``low..high``. ``copied[b, t]`` is True for ``t >= period_b + 1``. On the CPU."""
+    uniformly from ``low..high``. Tokens ``t >= L + 1`` are predictable, with ``source`` t - L. On the CPU."""
     require_positive_int(batch_size=batch_size, length=length, vocab_size=vocab_size)
     periods = _periods(batch_size, period, generator)  # (B,)
     if int(periods.max()) >= length:
@@ -72,25 +81,33 @@ def repeat_batch(batch_size: int, length: int, period: int | tuple[int, int], vo
     blocks = torch.randint(vocab_size, (batch_size, int(periods.max())), generator=generator)  # (B, L_max)
     t = torch.arange(length)
     tokens = blocks.gather(1, t % periods[:, None])  # (B, T): token t is block[t mod L]
-    return CopyBatch(tokens, t >= periods[:, None] + 1)
+    source = torch.where(t >= periods[:, None] + 1, t - periods[:, None], -1)
+    return CopyBatch(tokens, source)
+
+
+def held_out(period: int, count: int = 500, vocab_size: int = 128, seed: int = 2024) -> CopyBatch:
+    """The held-out test of notebook 07b: ``count`` rows of ``period`` fresh random tokens, then the same
+    ``period`` tokens again (``repeat_batch(count, 2 * period, period)``), drawn with ``seed``."""
+    require_positive_int(period=period)
+    return repeat_batch(count, 2 * period, period, vocab_size, torch.Generator().manual_seed(seed))
 
 
 def copy_batch(batch_size: int, length: int, block: int, vocab_size: int = 128,
                generator: torch.Generator | None = None) -> CopyBatch:
     """``batch_size`` rows of ``length`` random tokens in which a block of ``block`` tokens, from a random
-    place, is copied to a random later place (the copy does not overlap its source). ``copied`` is True
-    on the copy's tokens after its first. On the CPU."""
+    place, is copied to a random later place (the copy does not overlap its source). The copy's tokens
+    after its first are predictable, each with ``source`` the position it was copied from. On the CPU."""
     require_positive_int(batch_size=batch_size, length=length, block=block, vocab_size=vocab_size)
     if block < 2 or 2 * block > length:
         raise ValueError(f"need 2 <= block and 2 * block <= length, got block={block}, length={length}")
     tokens = torch.randint(vocab_size, (batch_size, length), generator=generator)
-    copied = torch.zeros(batch_size, length, dtype=torch.bool)
+    source = torch.full((batch_size, length), -1)
     for b in range(batch_size):
-        source = int(torch.randint(length - 2 * block + 1, (), generator=generator))
-        start = int(torch.randint(source + block, length - block + 1, (), generator=generator))
-        tokens[b, start : start + block] = tokens[b, source : source + block]
-        copied[b, start + 1 : start + block] = True
-    return CopyBatch(tokens, copied)
+        origin = int(torch.randint(length - 2 * block + 1, (), generator=generator))
+        start = int(torch.randint(origin + block, length - block + 1, (), generator=generator))
+        tokens[b, start : start + block] = tokens[b, origin : origin + block]
+        source[b, start + 1 : start + block] = torch.arange(origin + 1, origin + block)
+    return CopyBatch(tokens, source)
 
 
 class AttentionOnlyTransformer(nn.Module):
@@ -147,17 +164,35 @@ def copy_losses(logits: Tensor, batch: CopyBatch) -> tuple[Tensor, Tensor]:
 
 
 @torch.no_grad()
-def copy_accuracy(model: nn.Module, batch: CopyBatch) -> float:
-    """Share of the copied tokens of ``batch`` (``batch.copied``) that the model's top prediction gets
-    right, in eval mode (the model's mode is restored)."""
+def right_predictions(model: nn.Module, batch: CopyBatch) -> Tensor:
+    """``(B, T)`` bool: whether the model's top prediction of token t (made at position t - 1) is right;
+    False at position 0. In eval mode (the model's mode is restored); on the CPU."""
     _check_batch(batch)
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     logits, _ = model(batch.tokens.to(device))
     model.train(was_training)
-    right = logits[:, :-1].argmax(-1).cpu() == batch.tokens[:, 1:]
-    return right[batch.copied[:, 1:]].float().mean().item()
+    right = torch.zeros(batch.tokens.shape, dtype=torch.bool)
+    right[:, 1:] = logits[:, :-1].argmax(-1).cpu() == batch.tokens[:, 1:].cpu()
+    return right
+
+
+def copy_accuracy(model: nn.Module, batch: CopyBatch) -> float:
+    """Share of the predictable tokens of ``batch`` (``batch.copied``) that the model's top prediction
+    gets right."""
+    return right_predictions(model, batch)[batch.copied.cpu()].float().mean().item()
+
+
+def accuracy_by_source(model: nn.Module, batch: CopyBatch) -> Tensor:
+    """``(T,)``: at index k, the accuracy on the predictable tokens whose ``source`` is position k (the key
+    an induction head must read to predict them); NaN where no token has that source."""
+    right = right_predictions(model, batch).float()
+    source = batch.source.cpu()
+    T = source.shape[1]
+    counts = torch.zeros(T).index_add_(0, source[source >= 0], torch.ones(int((source >= 0).sum())))
+    hits = torch.zeros(T).index_add_(0, source[source >= 0], right[source >= 0])
+    return hits / counts  # 0 / 0 = NaN where no token comes from there
 
 
 def _check_repeat_weights(weights: Tensor, period: int) -> tuple[int, int]:
@@ -170,12 +205,16 @@ def _check_repeat_weights(weights: Tensor, period: int) -> tuple[int, int]:
     return T, int(period)
 
 
-def previous_token_score(weights: Tensor) -> Tensor:
-    """Mean weight a query puts on the key just before it: ``offset_share(weights, -1)`` (notebook 02).
+def previous_token_score(weights: Tensor, period: int) -> Tensor:
+    """Mean weight on the key just before the query, over the first block: queries i = 1 .. L-1.
 
-    ``weights (..., T, T)`` -> ``(...)``; 1 for a perfect previous-token head.
+    ``weights (..., T, T)`` on a sequence whose tokens repeat with ``period`` L from position 0. In the
+    first block nothing has occurred before, so a layer-1 head that reads key i - 1 there is writing
+    "my previous token" for a later head to match (``offset_share(weights, -1)`` of notebook 02 on
+    those queries). Returns ``(...)``; 1 for a perfect previous-token head; NaN for L = 1.
     """
-    return offset_share(weights, -1)
+    T, L = _check_repeat_weights(weights, period)
+    return offset_share(weights[..., :L, :L], -1) if L > 1 else weights.new_full(weights.shape[:-2], float("nan"))
 
 
 def induction_score(weights: Tensor, period: int) -> Tensor:
@@ -223,7 +262,7 @@ def ablate_heads(model: AttentionOnlyTransformer, heads: Iterable[tuple[int, int
 
 
 def train_induction(model: AttentionOnlyTransformer, *, steps: int, length: int = 48,
-                    period: int | tuple[int, int] = (4, 16), batch_size: int = 32, lr: float = 1e-2, seed: int = 0,
+                    period: int | tuple[int, int] = (4, 16), batch_size: int = 64, lr: float = 1e-2, seed: int = 0,
                     test: CopyBatch | None = None, target: float | None = None, check_every: int = 10,
                     on_step: Callable[[int], None] | None = None, name: str = "train_induction") -> dict[str, list]:
     """Train on fresh ``repeat_batch(batch_size, length, period)`` batches with Adam, at most ``steps`` steps.
