@@ -164,23 +164,29 @@ def test_an_ambiguous_match_names_no_mistake(capsys):
     capsys.readouterr()
 
 
+def test_an_answer_of_zeros_hears_no_named_mistake(capsys):
+    result = check_induction_score(lambda weights, period: torch.zeros(weights.shape[:-2]), seed=0)
+    assert result.status == "wrong" and "scores differ" in result.hint, result.hint
+    capsys.readouterr()
+
+
 def test_the_stub_is_not_yet_and_a_crash_is_the_students(capsys):
     def induction_score(weights, period):
         raise NotImplementedError("Your turn: replace this line with your code.")
 
     assert check_induction_score(induction_score).status == "not done"
     result = check_induction_score(lambda weights, period: weights @ torch.ones(3))
-    assert result.status == "crashed" and result.case.startswith("random causal weights")
+    assert result.status == "crashed" and result.case.startswith("random weights")
     assert capsys.readouterr().out.count("\n") == 2  # one line per check
 
 
-def test_the_cases_are_causal_attention_with_every_boundary():
+def test_the_cases_are_attention_with_every_boundary():
     periods = set()
     for seed in range(30):
-        for where, weights, period in _cases(seed):
+        for k, (where, weights, period) in enumerate(_cases(seed)):
             T = weights.shape[-1]
             assert weights.shape[-2] == T and 1 <= period < T, where
             torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=weights.dtype))
-            assert bool((weights.triu(1) == 0).all()), where  # no weight on a later key
+            assert k == 0 or bool((weights.triu(1) == 0).all()), where  # after the first: no weight on a later key
             periods.add(period if period in (1, 2) else ("T-1" if period == T - 1 else "other"))
     assert periods == {1, 2, "T-1", "other"}

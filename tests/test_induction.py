@@ -1,10 +1,12 @@
 """course_utils.models.induction (lesson 07b): the copy tasks, the attention-only model, the head scores,
-the ablation and the training's early stop."""
+the ablation, the training's early stop, and the stored three-seed study the lesson quotes."""
+
+import json
 
 import pytest
 import torch
 
-from course_utils import MultiHeadAttention, causal_mask
+from course_utils import MultiHeadAttention, causal_mask, seed_everything
 from course_utils.core.metrics import offset_share
 from course_utils.models.induction import (
     AttentionOnlyTransformer,
@@ -21,6 +23,7 @@ from course_utils.models.induction import (
     right_predictions,
     train_induction,
 )
+from course_utils.tooling import induction_study as S
 
 
 def g(seed=0):
@@ -201,3 +204,22 @@ def test_training_measures_without_stopping_and_stops_at_its_target():
     assert len(history["loss"]) == 2  # stopped at the first check
     with pytest.raises(ValueError):
         train_induction(model, steps=6, target=0.5)
+
+
+def test_the_stored_study_holds_the_lessons_claims_and_is_what_the_package_trains():
+    """data/results/induction_seeds.json, which lesson 07b quotes: three seeds, the settings of the study
+    command, the claims of issue 27 on every seed, and its first training steps repeat today."""
+    study = json.loads(S.RESULTS.read_text(encoding="utf-8"))
+    assert study["settings"] == S.SETTINGS and sorted(study["seeds"]) == ["0", "1", "2"]
+    for seed, run in study["seeds"].items():
+        two, one, fixed = run["two_layers"], run["one_layer"], run["fixed_period"]
+        assert two["accuracy"] >= 0.9 and one["accuracy"] < 0.4, seed
+        assert two["previous_token"][0][0] > 0.8 and two["induction"][1][0] > 0.7, seed
+        assert max(two["without"].values()) < 0.2 and fixed["accuracy"] > 0.97 and fixed["accuracy_other"] < 0.15, seed
+        assert two["longer"]["24"] < two["longer"]["20"] < two["accuracy"] and two["random_place"] < 0.6, seed
+    s = S.SETTINGS
+    seed_everything(0)
+    model = AttentionOnlyTransformer(s["vocab_size"], s["length"], s["d_model"], 2)
+    losses = train_induction(model, steps=S.PREFIX_STEPS, length=s["length"], period=tuple(s["period"]),
+                             batch_size=s["batch_size"], lr=s["lr"], seed=0)["loss"]
+    assert losses == pytest.approx(study["seeds"]["0"]["two_layers"]["first_losses"], abs=1e-4)

@@ -73,7 +73,8 @@ def repeat_batch(batch_size: int, length: int, period: int | tuple[int, int], vo
                  generator: torch.Generator | None = None) -> CopyBatch:
     """``batch_size`` rows of ``length`` tokens: a random block of ``period`` tokens (uniform over
     ``0..vocab_size-1``), repeated until the row is full. ``period=(low, high)`` draws each row's period
-    uniformly from ``low..high``. Tokens ``t >= L + 1`` are predictable, with ``source`` t - L. On the CPU."""
+    uniformly from ``low..high``. Tokens ``t >= L + 1`` are predictable, with ``source`` t - L. On the CPU.
+    Notebook 07b."""
     require_positive_int(batch_size=batch_size, length=length, vocab_size=vocab_size)
     periods = _periods(batch_size, period, generator)  # (B,)
     if int(periods.max()) >= length:
@@ -96,7 +97,8 @@ def copy_batch(batch_size: int, length: int, block: int, vocab_size: int = 128,
                generator: torch.Generator | None = None) -> CopyBatch:
     """``batch_size`` rows of ``length`` random tokens in which a block of ``block`` tokens, from a random
     place, is copied to a random later place (the copy does not overlap its source). The copy's tokens
-    after its first are predictable, each with ``source`` the position it was copied from. On the CPU."""
+    after its first are predictable, each with ``source`` the position it was copied from. On the CPU.
+    Notebook 07b."""
     require_positive_int(batch_size=batch_size, length=length, block=block, vocab_size=vocab_size)
     if block < 2 or 2 * block > length:
         raise ValueError(f"need 2 <= block and 2 * block <= length, got block={block}, length={length}")
@@ -156,7 +158,7 @@ def copy_losses(logits: Tensor, batch: CopyBatch) -> tuple[Tensor, Tensor]:
 
     ``logits (B, T, V)``: position t predicts token t + 1. Returns ``(copied, fresh)`` scalars; one with
     no token is NaN.
-    """
+    Notebook 07b."""
     _check_batch(batch)
     losses = F.cross_entropy(logits[:, :-1].flatten(0, 1), batch.tokens[:, 1:].flatten(), reduction="none")
     copied = batch.copied[:, 1:].flatten()
@@ -166,7 +168,7 @@ def copy_losses(logits: Tensor, batch: CopyBatch) -> tuple[Tensor, Tensor]:
 @torch.no_grad()
 def right_predictions(model: nn.Module, batch: CopyBatch) -> Tensor:
     """``(B, T)`` bool: whether the model's top prediction of token t (made at position t - 1) is right;
-    False at position 0. In eval mode (the model's mode is restored); on the CPU."""
+    False at position 0. In eval mode (the model's mode is restored); on the CPU. Notebook 07b."""
     _check_batch(batch)
     was_training = model.training
     model.eval()
@@ -180,13 +182,13 @@ def right_predictions(model: nn.Module, batch: CopyBatch) -> Tensor:
 
 def copy_accuracy(model: nn.Module, batch: CopyBatch) -> float:
     """Share of the predictable tokens of ``batch`` (``batch.copied``) that the model's top prediction
-    gets right."""
+    gets right. Notebook 07b."""
     return right_predictions(model, batch)[batch.copied.cpu()].float().mean().item()
 
 
 def accuracy_by_source(model: nn.Module, batch: CopyBatch) -> Tensor:
     """``(T,)``: at index k, the accuracy on the predictable tokens whose ``source`` is position k (the key
-    an induction head must read to predict them); NaN where no token has that source."""
+    an induction head must read to predict them); NaN where no token has that source. Notebook 07b."""
     right = right_predictions(model, batch).float()
     source = batch.source.cpu()
     T = source.shape[1]
@@ -212,7 +214,7 @@ def previous_token_score(weights: Tensor, period: int) -> Tensor:
     first block nothing has occurred before, so a layer-1 head that reads key i - 1 there is writing
     "my previous token" for a later head to match (``offset_share(weights, -1)`` of notebook 02 on
     those queries). Returns ``(...)``; 1 for a perfect previous-token head; NaN for L = 1.
-    """
+    Notebook 07b."""
     T, L = _check_repeat_weights(weights, period)
     return offset_share(weights[..., :L, :L], -1) if L > 1 else weights.new_full(weights.shape[:-2], float("nan"))
 
@@ -224,7 +226,7 @@ def induction_score(weights: Tensor, period: int) -> Tensor:
     position 0. Query i >= L holds the token of position i - L; an induction head attends to key
     i - L + 1, the token that followed it. Returns ``(...)``: the mean of ``weights[..., i, i - L + 1]``
     over the queries i = L .. T-1 (the earlier queries have no earlier occurrence). 1 for a perfect one.
-    """
+    Notebook 07b."""
     T, L = _check_repeat_weights(weights, period)
     return weights.diagonal(1 - L, dim1=-2, dim2=-1)[..., 1:].mean(dim=-1)  # queries L-1..T-1; drop L-1
 
@@ -232,7 +234,8 @@ def induction_score(weights: Tensor, period: int) -> Tensor:
 @contextmanager
 def ablate_heads(model: AttentionOnlyTransformer, heads: Iterable[tuple[int, int]]) -> Iterator[AttentionOnlyTransformer]:
     """Inside the ``with`` block, the output of each listed head ``(layer, head)`` is set to zero before
-    that layer's ``W_o`` (its weights are still computed and returned). Layers and heads count from 0."""
+    that layer's ``W_o`` (its weights are still computed and returned). Layers and heads count from 0.
+    Notebook 07b."""
     if not isinstance(model, AttentionOnlyTransformer):
         raise TypeError(f"model must be an AttentionOnlyTransformer, got {type(model).__name__}")
     if not isinstance(heads, Iterable):
@@ -271,7 +274,7 @@ def train_induction(model: AttentionOnlyTransformer, *, steps: int, length: int 
     changing the training; with ``target`` the training stops once it reaches it. Returns a history:
     ``loss`` (every step), ``copied_loss`` and ``fresh_loss`` (every step, on the training batch),
     ``check_steps`` and ``accuracy`` (every check; empty without ``test``).
-    """
+    Notebook 07b."""
     require_positive_int(steps=steps, batch_size=batch_size, check_every=check_every)
     if test is not None:
         _check_batch(test)

@@ -7,12 +7,14 @@ score is the mean of ``weights[..., i, i - L + 1]`` over the queries i = L .. T-
 leading index: shape ``(...)``.
 
 ``check_induction_score`` calls the student's function only with plain tensors and an int and reads
-only what it returns (Contract A of the design). It tries fixed cases (a perfect induction head, a
-head that looks at the earlier occurrence itself, one (T, T) matrix, float64) and hidden random ones
+only what it returns (Contract A of the design). It tries fixed cases (random weights on every key, a
+perfect induction head, a head that looks at the earlier occurrence itself, one (T, T) matrix,
+float64) and hidden random ones
 (causal rows drawn with several temperatures, one-hot rows, (B, h, T, T) and (h, T, T) shapes, the
 boundaries L = 1, L = 2 and L = T - 1), names the mistakes it recognises (the earlier occurrence
 instead of the token after it, query L - 1 counted, every query counted, the transpose, a sum, the
-wrong shape or type, an in-place change) and otherwise says which score differs.
+wrong shape or type, an in-place change) where no other mistake gives the same numbers, and otherwise
+says which score differs.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def _as_scores(result, weights: torch.Tensor, where: str) -> torch.Tensor:
         raise Hint(f"the scores should have shape {want} (the leading axes of weights), got {got}.", where)
     if not result.dtype.is_floating_point:
         raise Hint(f"a score is a mean of attention weights: return a float tensor, got dtype {result.dtype}.", where)
-    return result.detach().to(torch.float64)
+    return result.detach().cpu().to(torch.float64)
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -102,15 +104,17 @@ def _check_once(fn: Callable, weights: torch.Tensor, L: int, where: str) -> None
     k = int(diff.argmax())
     at = f" at index {tuple(int(i) for i in np.unravel_index(k, want.shape))}" if want.dim() else ""
     raise Hint(f"the score{at} should be {want.flatten()[k].item():.4f}, got {got.flatten()[k].item():.4f}; "
-               f"{int((diff > 1e-4).sum())} of {diff.numel()} scores differ. The score of a head is the mean of "
+               f"{int((~(diff <= 1e-4)).sum())} of {diff.numel()} scores differ. The score of a head is the mean of "
                "weights[..., i, i - L + 1] over the queries i = L .. T-1.", where)
 
 
-def _causal_rows(shape: tuple[int, ...], g: torch.Generator, temperature: float) -> torch.Tensor:
-    """Random causal attention ``shape (..., T, T)``: each row a softmax over keys 0..i."""
+def _causal_rows(shape: tuple[int, ...], g: torch.Generator, temperature: float, causal: bool = True) -> torch.Tensor:
+    """Random attention ``shape (..., T, T)``: each row a softmax over keys 0..i (over every key with
+    ``causal=False``)."""
     T = shape[-1]
     scores = torch.randn(shape, generator=g, dtype=torch.float64) / temperature
-    scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+    if causal:
+        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
     return torch.softmax(scores, dim=-1).float()
 
 
@@ -132,7 +136,9 @@ def _pattern(T: int, offset: int) -> torch.Tensor:
 def _cases(seed: int) -> list[tuple[str, torch.Tensor, int]]:
     g = generator(seed)
     cases = [
-        ("random causal weights (2, 3, 10, 10) (B, h, T, T), period 3", _causal_rows((2, 3, 10, 10), g, 1.0), 3),
+        # First, weights on every key (no mask): there every mistake below gives numbers of its own (with a
+        # causal mask the transpose reads only zeros), so the first failure names the mistake.
+        ("random weights (2, 3, 10, 10) (B, h, T, T), period 3", _causal_rows((2, 3, 10, 10), g, 1.0, causal=False), 3),
         ("a perfect induction head, weights (12, 12), period 4 (score 1)", _pattern(12, -3), 4),
         ("a head on the earlier occurrence itself (key i - L), weights (12, 12), period 4 (score 0)",
          _pattern(12, -4), 4),
