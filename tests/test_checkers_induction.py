@@ -1,0 +1,192 @@
+"""The checker of lesson 07b's task (induction_score): right answers of several styles pass on hidden
+draws, each wrong answer its hints name gets that hint (and no other), and the course's own score
+agrees with a trained model's attention."""
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils.helpers.checkers.induction import _cases, _mistakes, _reference, check_induction_score
+from course_utils.models.induction import induction_score as course_induction_score
+
+SEEDS = range(8)
+
+# ---------------------------------------------------------------------------------------------
+# Right answers, written independently of the checker.
+
+
+def with_diagonal(weights, period):
+    return weights.diagonal(offset=1 - period, dim1=-2, dim2=-1)[..., 1:].mean(-1)
+
+
+def with_a_loop(weights, period):
+    T = weights.shape[-1]
+    picked = [weights[..., i, i - period + 1] for i in range(period, T)]
+    return sum(picked) / len(picked)
+
+
+def with_a_mask(weights, period):
+    T = weights.shape[-1]
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    chosen = (j == i - period + 1) & (i >= period)
+    return (weights * chosen).sum((-2, -1)) / chosen.sum()
+
+
+def with_a_block(weights, period):  # the rows L.. and columns 1.. hold the induction stripe on their diagonal
+    T = weights.shape[-1]
+    return weights[..., period:, 1 : T - period + 1].diagonal(dim1=-2, dim2=-1).mean(-1)
+
+
+def in_numpy(weights, period):
+    w = weights.numpy()
+    T = w.shape[-1]
+    rows = np.arange(period, T)
+    return w[..., rows, rows - period + 1].mean(-1)
+
+
+def in_float64(weights, period):
+    return with_a_loop(weights.double(), period)
+
+
+RIGHT = [with_diagonal, with_a_loop, with_a_mask, with_a_block, in_numpy, in_float64, course_induction_score]
+
+
+@pytest.mark.parametrize("fn", RIGHT, ids=lambda fn: fn.__name__)
+def test_right_answers_pass(capsys, fn):
+    for seed in SEEDS:
+        result = check_induction_score(fn, seed=seed)
+        out = capsys.readouterr().out
+        assert result.status == "correct", (seed, out)
+        assert out.startswith("[correct] induction_score")
+
+
+def test_the_reference_is_the_course_function():
+    for seed in range(20):
+        for _, weights, period in _cases(seed):
+            torch.testing.assert_close(_reference(weights, period), course_induction_score(weights, period))
+
+
+# ---------------------------------------------------------------------------------------------
+# Known mistakes, each with the words its hint must contain.
+
+
+def earlier_occurrence(weights, period):  # key i - L: the duplicate-token head
+    return weights.diagonal(offset=-period, dim1=-2, dim2=-1).mean(-1)
+
+
+def counts_query_l_minus_1(weights, period):  # what offset_share(weights, 1 - L) gives
+    return weights.diagonal(offset=1 - period, dim1=-2, dim2=-1).mean(-1)
+
+
+def divides_by_t(weights, period):
+    T = weights.shape[-1]
+    return weights.diagonal(offset=1 - period, dim1=-2, dim2=-1)[..., 1:].sum(-1) / T
+
+
+def transposed(weights, period):
+    return weights.diagonal(offset=period - 1, dim1=-2, dim2=-1).mean(-1)
+
+
+def summed(weights, period):
+    return weights.diagonal(offset=1 - period, dim1=-2, dim2=-1)[..., 1:].sum(-1)
+
+
+def one_number(weights, period):
+    return with_diagonal(weights, period).mean()
+
+
+def per_query(weights, period):
+    return weights.diagonal(offset=1 - period, dim1=-2, dim2=-1)[..., 1:]
+
+
+def a_list(weights, period):
+    return with_diagonal(weights, period).tolist()
+
+
+def in_place(weights, period):
+    weights.clamp_(max=0.5)
+    return with_diagonal(weights, period)
+
+
+def two_further(weights, period):  # key i - L + 2: an off-by-one that no hint names
+    return weights.diagonal(offset=2 - period, dim1=-2, dim2=-1).mean(-1)
+
+
+def rounded(weights, period):
+    return (with_diagonal(weights, period) > 0.5).long()
+
+
+WRONG = [
+    (earlier_occurrence, "earlier occurrence of the query's own token"),
+    (counts_query_l_minus_1, "query L - 1"),
+    (divides_by_t, "you divided by T"),
+    (transposed, "the transpose"),
+    (summed, "the sum over the"),
+    (one_number, "you averaged them into one number"),
+    (per_query, "average over the queries too"),
+    (a_list, "return a torch.Tensor"),
+    (in_place, "changed the weights you passed in"),
+    (two_further, "scores differ"),
+    (rounded, "return a float tensor"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), WRONG, ids=[h for _, h in WRONG])
+def test_each_wrong_answer_gets_its_hint(capsys, fn, hint):
+    for seed in range(5):
+        result = check_induction_score(fn, seed=seed)
+        out = capsys.readouterr().out
+        assert result.status == "wrong" and hint in result.hint, (seed, out)
+        assert out.startswith("[try again] induction_score") and result.case, out
+
+
+def test_the_first_case_tells_every_named_mistake_from_the_others():
+    """A recognised mistake is named on the first case, where no two of them give the same numbers."""
+    for seed in range(20):
+        _, weights, period = _cases(seed)[0]
+        values = [wrong for wrong, _ in _mistakes(weights.double(), period)] + [_reference(weights.double(), period)]
+        for a in range(len(values)):
+            for b in range(a + 1, len(values)):
+                assert not torch.allclose(values[a], values[b], rtol=1e-3, atol=1e-4), (seed, a, b)
+
+
+def test_an_ambiguous_match_names_no_mistake(capsys):
+    """On a perfect induction pattern the transpose and the duplicate-token head both give 0: a wrong
+    answer that only fails there hears neither hint."""
+    def only_wrong_on_perfect_heads(weights, period):
+        right = with_diagonal(weights, period)
+        return torch.zeros_like(right) if bool((right == 1).all()) else right
+
+    result = check_induction_score(only_wrong_on_perfect_heads, seed=0)
+    assert result.status == "wrong" and "scores differ" in result.hint, result.hint
+    assert "transpose" not in result.hint and "earlier occurrence of" not in result.hint
+    capsys.readouterr()
+
+
+def test_an_answer_of_zeros_hears_no_named_mistake(capsys):
+    result = check_induction_score(lambda weights, period: torch.zeros(weights.shape[:-2]), seed=0)
+    assert result.status == "wrong" and "scores differ" in result.hint, result.hint
+    capsys.readouterr()
+
+
+def test_the_stub_is_not_yet_and_a_crash_is_the_students(capsys):
+    def induction_score(weights, period):
+        raise NotImplementedError("Your turn: replace this line with your code.")
+
+    assert check_induction_score(induction_score).status == "not done"
+    result = check_induction_score(lambda weights, period: weights @ torch.ones(3))
+    assert result.status == "crashed" and result.case.startswith("random weights")
+    assert capsys.readouterr().out.count("\n") == 2  # one line per check
+
+
+def test_the_cases_are_attention_with_every_boundary():
+    periods = set()
+    for seed in range(30):
+        for k, (where, weights, period) in enumerate(_cases(seed)):
+            T = weights.shape[-1]
+            assert weights.shape[-2] == T and 1 <= period < T, where
+            torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=weights.dtype))
+            assert k == 0 or bool((weights.triu(1) == 0).all()), where  # after the first: no weight on a later key
+            periods.add(period if period in (1, 2) else ("T-1" if period == T - 1 else "other"))
+    assert periods == {1, 2, "T-1", "other"}
