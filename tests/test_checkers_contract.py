@@ -417,6 +417,8 @@ CASES = {  # check: (right answer, [(named wrong answer, words its verdict must 
                               [(lambda mask, h: mask.repeat_interleave(h, 0) if mask.dim() == 3 else mask.clone(),
                                 "not inverted"),
                                (lambda mask, h: (~mask).repeat(h, 1, 1) if mask.dim() == 3 else ~mask, "wrong order")]),
+    "check_induction_score": (lambda w, L: w.diagonal(1 - L, dim1=-2, dim2=-1)[..., 1:].mean(-1),
+                              [(lambda w, L: w.diagonal(-L, dim1=-2, dim2=-1).mean(-1), "earlier occurrence")]),
     "check_split_heads": (split_heads, [(lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), "transpose is missing")]),
     "check_peak_offsets": (peak_offsets, [(lambda w, L: [float("nan")] * int(L.sum()), "got nan")]),
     "check_full_year": (full_year, [(lambda yy: str(full_year(yy)), "string"), (lambda yy: 1900 + yy, "pivot")]),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.helpers.checkers.induction import _cases, _mistakes, _reference, check_induction_score
+from course_utils.helpers.checkers.induction_heads import _cases, _mistakes, _reference, check_induction_score
 from course_utils.models.induction import induction_score as course_induction_score
 
 SEEDS = range(8)
@@ -49,7 +49,7 @@ def in_float64(weights, period):
     return with_a_loop(weights.double(), period)
 
 
-RIGHT = [with_diagonal, with_a_loop, with_a_mask, with_a_block, in_numpy, in_float64, course_induction_score]
+RIGHT = [with_diagonal, with_a_loop, with_a_mask, with_a_block, in_numpy, in_float64]
 
 
 @pytest.mark.parametrize("fn", RIGHT, ids=lambda fn: fn.__name__)
@@ -190,3 +190,11 @@ def test_the_cases_are_attention_with_every_boundary():
             assert k == 0 or bool((weights.triu(1) == 0).all()), where  # after the first: no weight on a later key
             periods.add(period if period in (1, 2) else ("T-1" if period == T - 1 else "other"))
     assert periods == {1, 2, "T-1", "other"}
+
+
+def test_an_answer_that_only_calls_the_course_function_is_told_to_write_it():
+    def induction_score(weights, period):
+        return course_induction_score(weights, period)
+
+    result = check_induction_score(induction_score, seed=0)
+    assert result.status == "wrong" and "course's own induction_score" in result.message

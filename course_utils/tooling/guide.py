@@ -40,6 +40,7 @@ PLAN = {
     "05": ("core (exercise)", "01, 03", "write a causal mask and masked attention; test a layer for leaks from the future"),
     "06": ("core (exercise)", "03, 05", "predict cross-attention shapes; build a cross-attention layer with a padding mask"),
     "07": ("core (exercise)", "03", "measure heads by attention entropy and mean attention distance; label heads local or global"),
+    "07b": ("optional", "02, 05, 07", "why copying from context takes two attention layers (a previous-token head, then an induction head); recognise a phase change in training; measure heads with a previous-token and an induction score (write the induction score); test the circuit by switching heads off; explain the fixed-length trap and why the circuit fails on longer blocks and copies elsewhere"),
     "08": ("core (exercise)", "04", "token accuracy, exact match and accuracy by length; attention vs no attention as sources grow"),
     "09": ("core", "03", "why attention ignores order; sinusoidal and learned positions; read a position back off its encoding"),
     "09b": ("core", "01b, 03, 09", "a post-norm Transformer block from the course's parts, equal to nn.TransformerEncoderLayer; its parameter count; write the pre-norm forward pass; order and the causal mask"),

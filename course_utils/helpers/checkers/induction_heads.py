@@ -24,7 +24,10 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .report import Hint, call, failing_case, generator, report
+from .registry import register
+from .report import Hint, call, failing_case, generator
+
+NOTEBOOK = "07b_induction_heads"
 
 
 def _reference(weights: torch.Tensor, period: int) -> torch.Tensor:
@@ -156,13 +159,10 @@ def _cases(seed: int) -> list[tuple[str, torch.Tensor, int]]:
     return cases
 
 
-def check_induction_score(fn: Callable[[torch.Tensor, int], torch.Tensor], seed: int | None = None):
+@register("induction_score", twins={"induction_score": "course_utils.models.induction.induction_score"})
+def check_induction_score(fn: Callable[[torch.Tensor, int], torch.Tensor], seed: int) -> None:
     """Check ``fn(weights, period)``: attention ``weights (..., T, T)`` on a block repeated with ``period`` L
     -> ``(...)``, the mean of ``weights[..., i, i - L + 1]`` over the queries ``i = L .. T-1``."""
-
-    def check(s: int) -> None:
-        for where, weights, L in _cases(s):
-            with failing_case(where):
-                _check_once(fn, weights, L, where)
-
-    return report("induction_score", check, seed)
+    for where, weights, L in _cases(seed):
+        with failing_case(where):
+            _check_once(fn, weights, L, where)
