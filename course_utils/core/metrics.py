@@ -41,3 +41,20 @@ def mean_attention_distance(weights: Tensor) -> Tensor:
     j = torch.arange(m, device=weights.device).unsqueeze(0)
     distance = (i - j).abs().to(weights.dtype)  # (n, m)
     return (weights * distance).sum(dim=-1).mean(dim=-1)
+
+
+def strongest_source(weights: Tensor) -> Tensor:
+    """The key (encoder) position each query (decoder) position reads most, the heads averaged.
+
+    Built in notebook 06 (its task 3), where it measures which encoder item each question reads.
+
+    Args:
+        weights: per-head attention weights ``(B, h, n, m)``: n queries, m keys.
+
+    Returns:
+        ``(B, n)`` long tensor: entry ``[b, i]`` is the key position ``j`` with the largest
+        weight for query ``i`` of batch item ``b`` after averaging over the ``h`` heads
+        (the first such ``j`` when several tie).
+    """
+    require_tensor("weights", weights, ndim=4, floating=True)
+    return weights.mean(dim=1).argmax(dim=-1)
