@@ -60,3 +60,20 @@ def offset_share(weights: Tensor, offset: int) -> Tensor:
         raise ValueError(f"offset must be an integer from {1 - n} to {m - 1} (so that some query has a key at "
                          f"i + offset) for weights of shape {tuple(weights.shape)}, got {offset!r}")
     return weights.diagonal(int(offset), dim1=-2, dim2=-1).mean(dim=-1)
+
+
+def strongest_source(weights: Tensor) -> Tensor:
+    """The key (encoder) position each query (decoder) position reads most, the heads averaged.
+
+    Built in notebook 06 (its task 3), where it measures which encoder item each question reads.
+
+    Args:
+        weights: per-head attention weights ``(B, h, n, m)``: n queries, m keys.
+
+    Returns:
+        ``(B, n)`` long tensor: entry ``[b, i]`` is the key position ``j`` with the largest
+        weight for query ``i`` of batch item ``b`` after averaging over the ``h`` heads
+        (the first such ``j`` when several tie).
+    """
+    require_tensor("weights", weights, ndim=4, floating=True)
+    return weights.mean(dim=1).argmax(dim=-1)
