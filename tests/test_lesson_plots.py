@@ -13,7 +13,6 @@ from matplotlib.figure import Figure  # noqa: E402
 from course_utils.helpers.lesson_plots import (  # noqa: E402
     anti_diagonal_offsets,
     diagram_additive_score,
-    diagram_decoder_step,
     plot_by_length,
     plot_lookup,
     plot_offsets,
@@ -82,14 +81,4 @@ def test_diagram_additive_score_draws_the_score_network():
         assert label in text, label
     assert len(fig.axes[0].texts) >= 12 and sum(a.arrow_patch is not None for a in fig.axes[0].texts
                                                 if hasattr(a, "arrow_patch")) >= 12
-    plt.close(fig)
-
-
-def test_diagram_decoder_step_draws_one_step():
-    fig = diagram_decoder_step()
-    assert isinstance(fig, Figure)
-    text = _texts(fig)
-    for label in ("previous token $y_{t-1}$", "decoder state $s$", "embedding", "attention", "context $c_t$", "GRU cell",
-                  "new state $s'$", "output layer", "next token"):
-        assert label in text, label
     plt.close(fig)

@@ -117,6 +117,8 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
         "weights": tensor_kinds(torch.full((3, 3), 1 / 3))}),
     "offset_share": (metrics.offset_share, dict(weights=torch.full((3, 4), 0.25), offset=-1), {
         "weights": tensor_kinds(torch.full((3, 4), 0.25)), "offset": INT + [-3, 4]}),
+    "strongest_source": (metrics.strongest_source, dict(weights=torch.full((2, 2, 3, 4), 0.25)), {
+        "weights": tensor_kinds(torch.full((2, 2, 3, 4), 0.25)) + [torch.full((3, 4), 0.25)]}),
     # --- core/multihead.py -----------------------------------------------------------------------------------
     "MultiHeadAttention": (multihead.MultiHeadAttention, dict(d_model=8, num_heads=2, dropout=0.1), {
         "d_model": COUNT, "num_heads": COUNT + [3], "dropout": PROB}),

@@ -1,8 +1,9 @@
 """Figures of lessons 01-04 that take more than a few lines: kept here so that lesson cells stay short.
 
 Every weight map uses the fixed 0-1 colour scale unless a function says otherwise. Also here: the
-numbers one of them plots (``anti_diagonal_offsets``, lesson 04's peak offsets) and two diagrams
-of lesson 04 drawn with boxes and arrows (``diagram_additive_score``, ``diagram_decoder_step``).
+numbers one of them plots (``anti_diagonal_offsets``, lesson 04's peak offsets) and lesson 04's diagram
+of the score network drawn with boxes and arrows (``diagram_additive_score``; one decoder step is a
+drawing of ``tooling/drawings``).
 """
 
 from __future__ import annotations
@@ -234,32 +235,5 @@ def diagram_additive_score() -> Figure:
             ha="center", va="top")
     ax.set_title("Additive attention: $e_{t,i} = v^\\top \\tanh(W_s\\, s_t + W_h\\, h_i)$, "
                  "$\\alpha_{t,i} = \\mathrm{softmax}_i\\, e_{t,i}$, $c_t = \\sum_i \\alpha_{t,i} h_i$")
-    fig.tight_layout()
-    return fig
-
-
-def diagram_decoder_step() -> Figure:
-    """One decoder step: attend with the state s, GRU on [emb(y_{t-1}); c_t], predict y_t from [s'; c_t]."""
-    fig, ax = _canvas((13, 4.4), (-0.9, 13.6), (-2.5, 2.3))
-    y_prev = _node(ax, (0, 1.5), "previous token $y_{t-1}$\n(<sos> at t = 0)", "value", 10)
-    s = _node(ax, (0, 0.2), "decoder state $s$\n($s_0$ at t = 0)", "value", 10, role=QUERY)
-    h = _node(ax, (2.4, -2.0), "encoder states $h_0, \\ldots, h_{n-1}$", "value", 10)
-    emb = _node(ax, (2.4, 1.5), "embedding")
-    attend = _node(ax, (2.4, -0.7), "attention\n(the score network)")
-    context = _node(ax, (4.6, -0.7), "context $c_t$", "value", role=VALUE)
-    gru = _node(ax, (6.4, 0.9), "GRU cell\ninput $[\\mathrm{emb}(y_{t-1});\\, c_t]$")
-    s_new = _node(ax, (8.6, 0.9), "new state $s'$", "value")
-    out = _node(ax, (9.9, -0.5), "output layer\n$W_\\mathrm{out}\\,[s';\\, c_t]$")
-    pick = _node(ax, (11.5, -0.5), "argmax over\nthe vocabulary")
-    y_t = _node(ax, (13.0, -0.5), "next token\n$y_t$", "value")
-    for a, b in [(y_prev, emb), (emb, gru), (s, attend), (h, attend), (attend, context), (s, gru), (context, gru),
-                 (gru, s_new), (s_new, out), (context, out), (out, pick), (pick, y_t)]:
-        _arrow(ax, a, b)
-    _arrow(ax, s_new, (8.6, 2.1), dashed=True)
-    ax.text(8.75, 2.0, "the state $s$ of step t + 1", fontsize=9, color="0.35", va="center")
-    _arrow(ax, y_t, (13.0, 0.8), dashed=True)
-    ax.text(13.0, 0.9, "the input $y_{t-1}$ of step t + 1\n(in training: the true token)", fontsize=9,
-            color="0.35", ha="center", va="bottom")
-    ax.set_title("One decoder step t: attend with the current state, update the GRU, predict the next token")
     fig.tight_layout()
     return fig

@@ -316,7 +316,7 @@ def _source_otherwise(case) -> str:
             f"{got.numel()} answers differ).")
 
 
-@register("strongest_source")
+@register("strongest_source", twins={"strongest_source": "course_utils.core.metrics.strongest_source"})
 def check_strongest_source(fn: Callable, seed: int) -> None:
     """Task: ``fn(weights (B, h, n, m)) -> (B, n)`` integer tensor: for every decoder position, the
     encoder position with the largest weight after averaging over the heads. Checked on 2 fixed and
