@@ -1,4 +1,4 @@
-"""Numbers that describe an attention pattern."""
+"""Numbers that describe an attention pattern (notebooks 02 and 07), and heads labelled by them (07)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from numbers import Integral
 import torch
 from torch import Tensor
 
-from .validation import require_tensor
+from .validation import require_positive_float, require_positive_int, require_tensor
 
 
 def attention_entropy(weights: Tensor) -> Tensor:
@@ -77,3 +77,26 @@ def strongest_source(weights: Tensor) -> Tensor:
     """
     require_tensor("weights", weights, ndim=4, floating=True)
     return weights.mean(dim=1).argmax(dim=-1)
+
+
+def classify_heads(distance: Tensor, n: int, local_below: float = 0.5, global_above: float = 0.75) -> list[str]:
+    """Label each head ``"local"``, ``"mixed"`` or ``"global"`` by its mean attention distance (notebook 07).
+
+    Args:
+        distance: ``(h,)`` mean attention distance of each head, e.g.
+            ``mean_attention_distance(weights).mean(dim=0)`` for weights ``(B, h, n, n)``.
+        n: the sequence length (n >= 2); uniform attention over n positions has mean distance ``(n^2 - 1) / (3n)``.
+        local_below, global_above: thresholds on ``ratio = distance / ((n^2 - 1) / (3n))``, with
+            ``0 <= local_below <= global_above``.
+
+    Returns:
+        A list of h strings in head order: ``ratio < local_below`` -> "local",
+        ``ratio > global_above`` -> "global", otherwise "mixed".
+    """
+    require_tensor("distance", distance, ndim=1, floating=True)
+    require_positive_int(n=n)
+    require_positive_float(allow_zero=True, local_below=local_below, global_above=global_above)
+    if n < 2 or local_below > global_above:
+        raise ValueError(f"need n >= 2 and local_below <= global_above, got n={n}, local_below={local_below}, global_above={global_above}")
+    ratio = distance / ((n * n - 1) / (3 * n))
+    return ["local" if r < local_below else "global" if r > global_above else "mixed" for r in ratio.tolist()]
