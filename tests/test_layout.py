@@ -56,8 +56,9 @@ def test_the_core_stays_small():
     lines = sum(len(p.read_text().splitlines()) for p in (PACKAGE / "core").glob("*.py"))
     # About 800 lines of attention, plus the shared input checks (~200: every public function
     # validates its arguments), the inference-scale modules (tiled attention, RoPE, grouped-query
-    # attention) and the lessons' references: what a student reads stays near 1,100 lines.
-    assert lines <= 1150, f"core/ has {lines} lines; it is what a student reads: keep it near 1100"
+    # attention) and the references the lessons go on with after their tasks (offset_share, split_heads,
+    # strongest_source, classify_heads): what a student reads stays near 1,150 lines.
+    assert lines <= 1200, f"core/ has {lines} lines; it is what a student reads: keep it near 1150"
 
 
 def test_every_module_sits_in_a_layer():

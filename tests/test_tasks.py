@@ -179,6 +179,16 @@ def test_a_check_cell_waits_only_when_it_is_given_more_than_a_task_function():
     assert firsts[2] == "check_f(f)" and firsts[3] == "# needs task 1 (f)"
 
 
+def test_a_check_everything_cell_does_not_wait():
+    firsts = _firsts([
+        f"def f(n):\n    {STUB}",
+        f"def g(n):\n    {STUB}",
+        "from course_utils.helpers.checkers import summarize\n\nsummarize(check_f(f), check_g(g))",
+        "summarize(check_f(f), check_g(g), f(1))",  # runs a task function itself: it waits
+    ])  # fmt: skip
+    assert firsts[2].startswith("from course_utils") and firsts[3] == "# needs task 1 (f), task 2 (g)"
+
+
 def _lesson_with_changes():
     """A solution notebook whose skipped cells (no task done) would have changed objects later cells read."""
     import nbformat

@@ -119,6 +119,10 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
         "weights": tensor_kinds(torch.full((3, 4), 0.25)), "offset": INT + [-3, 4]}),
     "strongest_source": (metrics.strongest_source, dict(weights=torch.full((2, 2, 3, 4), 0.25)), {
         "weights": tensor_kinds(torch.full((2, 2, 3, 4), 0.25)) + [torch.full((3, 4), 0.25)]}),
+    "classify_heads": (metrics.classify_heads, dict(distance=torch.tensor([0.5, 2.0]), n=8, local_below=0.5,
+                                                  global_above=0.75), {
+        "distance": tensor_kinds(torch.tensor([0.5, 2.0])) + [torch.ones(2, 2)], "n": COUNT + [1],
+        "local_below": NONNEG_FLOAT + [0.9], "global_above": NONNEG_FLOAT}),
     # --- core/multihead.py -----------------------------------------------------------------------------------
     "MultiHeadAttention": (multihead.MultiHeadAttention, dict(d_model=8, num_heads=2, dropout=0.1), {
         "d_model": COUNT, "num_heads": COUNT + [3], "dropout": PROB}),

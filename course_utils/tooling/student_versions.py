@@ -225,13 +225,25 @@ def _stubbed(tree: ast.Module) -> set[str]:
     }
 
 
+def _is_check_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("check_")
+
+
 def _only_checks(tree: ast.Module) -> bool:
-    """True for a cell whose statements are all calls of ``check_*`` functions."""
-    return bool(tree.body) and all(
-        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
-        and s.value.func.id.startswith("check_")
-        for s in tree.body
-    )
+    """True for a cell that only runs checkers: calls of ``check_*`` functions, or one
+    ``summarize(check_a(a), check_b(b), ...)`` of them (a notebook's "check everything" cell),
+    besides the imports of those names."""
+    calls = 0
+    for s in tree.body:
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            continue
+        call = s.value if isinstance(s, ast.Expr) else None
+        summary = (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "summarize"
+                   and call.args and not call.keywords and all(_is_check_call(a) for a in call.args))
+        if not (_is_check_call(call) or summary):
+            return False
+        calls += 1
+    return calls > 0
 
 
 # --- The needs lines and the student notebook ------------------------------------------------------------------

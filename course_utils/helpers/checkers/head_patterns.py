@@ -317,7 +317,7 @@ def _labels(answer, call_text: str, count: int) -> list[str]:
     return [str(x) for x in answer]
 
 
-@register("classify_heads")
+@register("classify_heads", twins={"classify_heads": "course_utils.core.metrics.classify_heads"})
 def check_classify_heads(fn, seed: int) -> None:
     """Check ``fn(distance (h,), n, local_below=0.5, global_above=0.75) -> list of 'local'/'mixed'/'global'``
     on 4 fixed cases (one exactly on both default thresholds) and 2 hidden random ones (n = 2..64, thresholds
