@@ -1,5 +1,5 @@
-"""The pictures of lesson 03 (multi-head attention): the module's data flow with every tensor's
-shape, the split of the features into heads, and weight maps that show NaN cells."""
+"""The pictures of lessons 03 and 03b (multi-head attention): the split of the features into heads,
+and weight maps that show NaN cells. (The module's data flow is a drawing: ``heads_split_merge``.)"""
 
 from __future__ import annotations
 
@@ -7,62 +7,9 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.patches import Rectangle
 
-from .palette import DATA, KEY, PARAMETER, QUERY, VALUE
 from .plotting import plot_attention
-
-# The course's palette: tensors white (queries, keys and values in their tints), learned layers grey,
-# reshapes and the attention itself light with a dashed edge.
-_TENSOR, _LAYER, _STEP = DATA.light, PARAMETER.light, "#F6F6F6"
-_ROLE_TINT = {"q": QUERY.light, "k": KEY.light, "v": VALUE.light}
-
-
-def _box(ax: Axes, x: float, y: float, text: str, colour: str, width: float = 2.3) -> None:
-    ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.32), width, 0.64, boxstyle="round,pad=0.04",
-                                facecolor=colour, edgecolor="0.3", linestyle="--" if colour == _STEP else "-"))
-    ax.text(x, y, text, ha="center", va="center", fontsize=9)
-
-
-def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float]) -> None:
-    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color="0.3", lw=1.2))
-
-
-def plot_multihead_flow(batch: int, length: int, d_model: int, num_heads: int) -> Figure:
-    """A diagram of ``MultiHeadAttention(d_model, num_heads)`` on ``x (B, T, d_model)``: every
-    tensor with its shape for these sizes (white; q, k, v in the palette's query, key and value
-    tints), the learned layers (grey), the reshapes and the attention (dashed)."""
-    for name, value in {"batch": batch, "length": length, "d_model": d_model, "num_heads": num_heads}.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if d_model % num_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-    B, T, h, d_k = batch, length, num_heads, d_model // num_heads
-    fig, ax = plt.subplots(figsize=(13, 4.8))
-    ax.set(xlim=(-0.2, 16.5), ylim=(-0.1, 6.1))
-    ax.axis("off")
-    _box(ax, 1, 3, f"x\n({B}, {T}, {d_model})", _TENSOR, 1.8)
-    for y, name in ((5.4, "q"), (3, "k"), (0.6, "v")):
-        _box(ax, 3.6, y, f"W_{name}: Linear({d_model}, {d_model})", _LAYER, 2.6)
-        _box(ax, 6.3, y, f"{name} ({B}, {T}, {d_model})", _ROLE_TINT[name], 2.0)
-        _box(ax, 8.9, y, f"{name.upper()} = split_heads({name})\n({B}, {h}, {T}, {d_k})", _STEP, 2.6)
-        _arrow(ax, (1.9, 3), (2.3, y))
-        _arrow(ax, (4.9, y), (5.3, y))
-        _arrow(ax, (7.3, y), (7.6, y))
-        _arrow(ax, (10.2, y), (10.95, 3))
-    _box(ax, 12.2, 3, f"softmax(QKᵀ / √{d_k}) V\nfor each head", _STEP, 2.5)
-    _box(ax, 12.2, 5.4, f"weights\n({B}, {h}, {T}, {T})", _TENSOR, 2.0)
-    _arrow(ax, (12.2, 3.35), (12.2, 5.05))
-    _box(ax, 12.2, 0.6, f"merge_heads\n({B}, {T}, {h}·{d_k} = {d_model})", _STEP, 2.5)
-    _arrow(ax, (12.2, 2.65), (12.2, 0.95))
-    _box(ax, 15.1, 0.6, f"W_o: Linear({d_model}, {d_model})", _LAYER, 2.5)
-    _arrow(ax, (13.45, 0.6), (13.85, 0.6))
-    _box(ax, 15.1, 3, f"output\n({B}, {T}, {d_model})", _TENSOR, 1.9)
-    _arrow(ax, (15.1, 0.95), (15.1, 2.65))
-    ax.set_title(f"MultiHeadAttention(d_model={d_model}, num_heads={h}): d_k = {d_model} / {h} = {d_k}; "
-                 "white: tensors (q, k, v in the query, key, value colours), grey: learned layers, "
-                 "dashed: reshapes and attention", fontsize=10)
-    return fig
 
 
 def plot_head_split(q: torch.Tensor, Q: torch.Tensor) -> Figure:
