@@ -17,7 +17,7 @@ from course_utils.helpers import exploration_plots as ep  # noqa: E402
 HEADS = {"curves": {"1 heads, seed 0": {"heads": 1, "seed": 0, "step": [250, 500, 750], "count_beside": [0.4, 0.5, 0.9]},
                     "1 heads, seed 1": {"heads": 1, "seed": 1, "step": [250, 500, 750], "count_beside": [0.3, 0.6, 0.8]},
                     "4 heads, seed 0": {"heads": 4, "seed": 0, "step": [250, 500], "count_beside": [1.0, 1.0]}},
-         "lr_sweep_200_steps": [{"lr": lr, "seed": s, "count": 0.9, "count_beside": 0.45} for lr in (1e-3, 1e-2) for s in (0, 1)]}
+         "lr_sweep_at_budget": [{"lr": lr, "seed": s, "count": 0.9, "count_beside": 0.45} for lr in (1e-3, 1e-2) for s in (0, 1)]}
 MEASURES = ("mirror weight", "weight at +1", "argmax on mirror", "argmax at +1")
 LONGER = {"runs": {f"{label}, seed {s}": {"schedule": label, "seed": s, "epoch": list(range(5, epochs + 1, 5)),
                                           **{m: [0.5] * (epochs // 5) for m in MEASURES}}

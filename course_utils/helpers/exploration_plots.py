@@ -47,10 +47,10 @@ def _runs(result: Mapping, field: str, needed: Sequence[str], series: Sequence[s
     return list(result[field].values())
 
 
-def plot_heads_long(result: Mapping, key: str = "count_beside", budget: int = 200, ax=None):
+def plot_heads_long(result: Mapping, key: str = "count_beside", budget: int = 100, ax=None):
     """Accuracy ``key`` against training steps (log scale) for every run of ``heads_long``: one line per
     seed, one colour per head count; a dotted vertical line at the notebooks' ``budget``, and, where the
-    result holds the learning-rate sweep at that budget (``lr_sweep_200_steps``), one cross per run of it.
+    result holds the learning-rate sweep at that budget (``lr_sweep_at_budget``), one cross per run of it.
 
     ``result``: ``load_result("heads_long")``; every run of ``result["curves"]`` needs ``heads``,
     ``step`` and ``key`` (lists of one length). Raises ValueError otherwise.
@@ -64,9 +64,9 @@ def plot_heads_long(result: Mapping, key: str = "count_beside", budget: int = 20
         ax.plot(run["step"], run[key], "-", color=colours.get(h, "k"), lw=1.3, alpha=0.85, gid="run",
                 label=f"{h} head{'s' if h > 1 else ''}" if h not in seen else None)
         seen.add(h)
-    sweep = [row[key] for row in result.get("lr_sweep_200_steps", ()) if key in row]
+    sweep = [row[key] for row in result.get("lr_sweep_at_budget", ()) if key in row]
     if sweep:
-        lrs = sorted({row["lr"] for row in result["lr_sweep_200_steps"] if "lr" in row})
+        lrs = sorted({row["lr"] for row in result["lr_sweep_at_budget"] if "lr" in row})
         ax.scatter([budget] * len(sweep), sweep, marker="x", color="C3", s=30, zorder=3, gid="sweep",
                    label=f"1 head at {budget} steps, lr " + ", ".join(f"{lr:g}" for lr in lrs))
     ax.axvline(budget, color="grey", ls=":", lw=1)

@@ -163,6 +163,19 @@ class HeadsModel(nn.Module):
         return (logits[..., :C], logits[..., C : 2 * C], logits[..., 2 * C :]), weights
 
 
+def marker_beside(tokens: Tensor, marker_id: int) -> Tensor:
+    """``tokens (B, n)`` -> ``(B, n)`` bool: True where the previous or the next token is ``marker_id``
+    (the first position has no previous token, the last no next one); built in notebook 12."""
+    require_tensor("tokens", tokens, ndim=2, integer=True)
+    if isinstance(marker_id, bool) or not isinstance(marker_id, Integral):
+        raise TypeError(f"marker_id must be an integer token id, got {type(marker_id).__name__}")
+    marker = tokens == marker_id
+    beside = torch.zeros_like(marker)
+    beside[:, 1:] |= marker[:, :-1]  # the previous token is a marker
+    beside[:, :-1] |= marker[:, 1:]  # the next token is a marker
+    return beside
+
+
 def task_loss(logits: tuple[Tensor, Tensor, Tensor], batch: ToyBatch) -> Tensor:
     """Sum of the three cross-entropies (prev, next, count), each averaged over all positions. Used in notebook 07.
 

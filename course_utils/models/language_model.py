@@ -15,7 +15,7 @@ Two kinds of data:
 ``CausalLM`` is built from course parts: token embedding + position (learned or
 sinusoidal) -> pre-norm ``TransformerBlock``s with ``causal_mask`` -> LayerNorm -> linear
 head. ``train_lm`` trains it, ``generate`` writes one token at a time (greedy, or sampled
-with a temperature), ``generation_accuracy`` scores continuations.
+from ``next_token_probs`` at a temperature), ``generation_accuracy`` scores continuations.
 
 Shapes: ``B`` batch, ``T`` sequence length, ``V`` vocabulary size, ``L`` layers, ``h`` heads.
 Mask convention as everywhere in the project: **True = may attend**. Built in notebook 11.
@@ -293,6 +293,19 @@ def _check_lm(model: nn.Module) -> None:
                         f"got {type(model).__name__}")
 
 
+def next_token_probs(logits: Tensor, temperature: float) -> Tensor:
+    """The distribution generation draws the next token from; built in notebook 11.
+
+    ``logits (..., V)`` -> probabilities ``(..., V)`` of ``softmax(logits / temperature)``. Temperature 0 is
+    greedy decoding written as a distribution: probability 1 on the largest logit (the first, on a tie).
+    """
+    require_tensor("logits", logits, min_ndim=1, floating=True)
+    require_positive_float(allow_zero=True, temperature=temperature)
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(logits / temperature, dim=-1)
+
+
 @torch.no_grad()
 def generate(
     model: CausalLM,
@@ -328,7 +341,7 @@ def generate(
         if temperature == 0:
             next_token = last.argmax(dim=-1)
         else:
-            probs = torch.softmax(last / temperature, dim=-1).cpu()
+            probs = next_token_probs(last, temperature).cpu()
             next_token = torch.multinomial(probs, 1, generator=generator).squeeze(1).to(device)
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)
     model.train(was_training)

@@ -226,3 +226,24 @@ def truncate_after_eos(tokens: Tensor, eos_id: int = EOS_ID, pad_id: int = PAD_I
     seen_eos = (tokens == eos_id).long().cumsum(dim=1)
     after = (seen_eos - (tokens == eos_id).long()) > 0  # strictly after the first EOS
     return tokens.masked_fill(after, pad_id)
+
+
+def argmax_offset_share(weights: Tensor, lengths: Tensor, offset: int = 0) -> float:
+    """Where a reversal model's attention peaks: the share of token steps whose largest weight sits at
+    the mirrored position ``m(t) = n - 1 - t`` plus ``offset``; built in notebook 13.
+
+    ``weights (N, T_out, T_in)``, padded; ``lengths (N,)`` the source lengths ``n``. Only the ``n`` token
+    steps ``t < n`` of each example count (not ``<eos>``, not padding), pooled over all examples.
+    """
+    require_tensor("weights", weights, ndim=3, floating=True)
+    require_tensor("lengths", lengths, ndim=1, integer=True)
+    if isinstance(offset, bool) or not isinstance(offset, Integral):
+        raise TypeError(f"offset must be an integer, got {type(offset).__name__}")
+    if lengths.shape[0] != weights.shape[0]:
+        raise ValueError(f"need one length per example: weights {shape_of(weights)}, lengths {shape_of(lengths)}")
+    t = torch.arange(weights.shape[1], device=weights.device)
+    lengths = lengths.to(weights.device)
+    mirror = lengths[:, None] - 1 - t  # (N, T_out)
+    steps = t < lengths[:, None]  # the token steps
+    hits = (weights.argmax(dim=-1) == mirror + offset) & steps
+    return hits.sum().item() / max(1, int(steps.sum()))
