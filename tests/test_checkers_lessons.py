@@ -1,4 +1,4 @@
-"""The checkers of lessons 01-04 (course_utils.helpers.checkers.lessons): every known-wrong
+"""The checkers of lessons 01-04 (one module per lesson in course_utils/helpers/checkers/): every known-wrong
 answer is rejected with the hint that names it, and several correct answers pass."""
 
 import math

@@ -2,20 +2,32 @@
 the task (imported under another name): each agrees with what its checker accepts, and refuses bad
 input with a clear error."""
 
+import inspect
+import textwrap
+
 import pytest
 import torch
 
-from course_utils.helpers.checkers.explorations import check_argmax_offset_share, check_marker_beside, check_next_token_probs
+from course_utils.helpers.checkers import check_argmax_offset_share, check_marker_beside, check_next_token_probs
 from course_utils.models.head_task import marker_beside
 from course_utils.models.language_model import CausalLM, generate, next_token_probs
 from course_utils.models.seq2seq_data import argmax_offset_share
 
 
-def test_the_checkers_accept_the_course_functions(capsys):
-    assert check_next_token_probs(next_token_probs)
-    assert check_marker_beside(marker_beside)
-    assert check_argmax_offset_share(argmax_offset_share)
-    assert capsys.readouterr().out.count("[correct]") == 3
+def _written_out(fn):
+    """The course's function as a student's own copy of its code (the checkers refuse the course's
+    function itself, and an answer that calls it)."""
+    namespace = {**fn.__globals__, "__name__": "__main__"}
+    exec(compile(textwrap.dedent(inspect.getsource(fn)), "<a student's cell>", "exec"), namespace)  # noqa: S102
+    return namespace[fn.__name__]
+
+
+def test_the_checkers_accept_the_course_functions_written_out_and_refuse_them_handed_over(capsys):
+    for check, fn in [(check_next_token_probs, next_token_probs), (check_marker_beside, marker_beside),
+                      (check_argmax_offset_share, argmax_offset_share)]:
+        assert check(_written_out(fn)), capsys.readouterr().out
+        assert check(fn).status == "wrong"
+    assert capsys.readouterr().out.count("calls the course's own") == 3
 
 
 def test_next_token_probs_is_softmax_of_the_scaled_logits_and_one_hot_at_zero():

@@ -236,6 +236,10 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
     "rotary_lm": (kv_cache.rotary_lm, dict(vocab_size=5, max_len=8, d_model=8, num_heads=2, num_layers=1), {
         "vocab_size": COUNT, "max_len": COUNT, "positions": ["learned", "sinusoidal"]}),
     # --- models/seq2seq_data.py ------------------------------------------------------------------------------
+    "argmax_offset_share": (seq2seq_data.argmax_offset_share, dict(weights=torch.full((2, 4, 5), 0.2),
+                                                                  lengths=torch.tensor([3, 4]), offset=0), {
+        "weights": tensor_kinds(torch.full((2, 4, 5), 0.2)) + [torch.full((4, 5), 0.2)],
+        "lengths": tensor_kinds(torch.tensor([3, 4])) + [torch.tensor([3, 4, 4])], "offset": INT}),
     "make_vocab": (seq2seq_data.make_vocab, dict(num_symbols=4), {"num_symbols": COUNT + [27]}),
     "reversal_target": (seq2seq_data.reversal_target, dict(tokens=[3, 4]), {"tokens": ["34", [1.5], [-1], 5]}),
     "ReversalData.subset": (DATA.subset, dict(index=torch.tensor([1])), {
@@ -282,6 +286,8 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
     "load_token_features": (load_token_features, dict(name="sentence_features.csv"), {
         "name": [3, "no_such_file.csv", "../conftest.py"]}),
     # --- models/head_task.py (not the training function) ------------------------------------------------------
+    "marker_beside": (head_task.marker_beside, dict(tokens=torch.tensor([[1, 2, 3, 2]]), marker_id=2), {
+        "tokens": tensor_kinds(torch.tensor([[1, 2, 3, 2]])) + [torch.tensor([1, 2, 3])], "marker_id": INT}),
     "ToyBatch.to": (BATCH.to, dict(device="cpu"), {"device": DEVICE}),
     "NeighbourCountTask": (head_task.NeighbourCountTask, dict(length=6, num_symbols=3), {
         "length": COUNT + [1], "num_symbols": COUNT + [27], "max_markers": COUNT0 + [7]}),
@@ -301,6 +307,8 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
     "ablate_heads": (lambda **kw: head_task.ablate_heads(**kw).__enter__(), dict(model=HEADS, heads=[1]), {
         "model": [MHA, None], "heads": [1, [1.5], [2], [-1], [True], ["0"], None]}),
     # --- models/language_model.py (not the training function) -------------------------------------------------
+    "next_token_probs": (language_model.next_token_probs, dict(logits=randn(2, 5), temperature=0.5), {
+        "logits": tensor_kinds(randn(2, 5)), "temperature": NONNEG_FLOAT}),
     "shift_by_one": (language_model.shift_by_one, dict(sequences=TOKENS), {
         "sequences": [TOKENS.tolist(), TOKENS.numpy(), torch.tensor([3])]}),
     "RepeatPatternTask": (language_model.RepeatPatternTask, dict(period=3, num_symbols=4, length=8), {

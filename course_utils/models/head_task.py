@@ -167,7 +167,7 @@ def marker_beside(tokens: Tensor, marker_id: int) -> Tensor:
     """``tokens (B, n)`` -> ``(B, n)`` bool: True where the previous or the next token is ``marker_id``
     (the first position has no previous token, the last no next one); built in notebook 12."""
     require_tensor("tokens", tokens, ndim=2, integer=True)
-    if isinstance(marker_id, bool) or not isinstance(marker_id, Integral):
+    if not is_int(marker_id):
         raise TypeError(f"marker_id must be an integer token id, got {type(marker_id).__name__}")
     marker = tokens == marker_id
     beside = torch.zeros_like(marker)

@@ -237,7 +237,7 @@ def argmax_offset_share(weights: Tensor, lengths: Tensor, offset: int = 0) -> fl
     """
     require_tensor("weights", weights, ndim=3, floating=True)
     require_tensor("lengths", lengths, ndim=1, integer=True)
-    if isinstance(offset, bool) or not isinstance(offset, Integral):
+    if not is_int(offset):
         raise TypeError(f"offset must be an integer, got {type(offset).__name__}")
     if lengths.shape[0] != weights.shape[0]:
         raise ValueError(f"need one length per example: weights {shape_of(weights)}, lengths {shape_of(lengths)}")

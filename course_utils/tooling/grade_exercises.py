@@ -3,7 +3,7 @@
 A notebook has a task wherever a code cell calls a checker on a notebook object at the top level,
 ``check_causal_mask(causal_mask)``; the check function comes from the checkers' registry
 (``course_utils.helpers.checkers.CHECKS``) or, where a check is not registered, from the
-notebook's own import line (``from course_utils.helpers.checkers.heatmaps import
+notebook's own import line (``from course_utils.helpers.checkers.attention_heatmaps import
 check_offset_share``). The table is built from the student versions in ``notebooks/`` (present
 in the container recipe of INSTRUCTORS.md, which leaves out the solutions).
 

@@ -59,7 +59,7 @@ def _otherwise(case) -> str:
     return f"wrong at sequence {b}, position {i} (tokens {case.info['tokens'][b].tolist()})."
 
 
-@register("marker beside", takes="marker_beside")
+@register("marker beside", takes="marker_beside", twins={"marker_beside": "course_utils.models.head_task.marker_beside"})
 def check_marker_beside(fn: Callable[[torch.Tensor, int], torch.Tensor], seed: int) -> None:
     """``fn(tokens (B, n), marker_id) -> (B, n) bool``: the previous or the next token is a marker."""
     answers = Answers(lambda a, b: isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b), _otherwise)

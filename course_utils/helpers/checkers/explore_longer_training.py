@@ -63,7 +63,8 @@ def _cases(seed: int):
     return cases
 
 
-@register("argmax offset share", takes="argmax_offset_share")
+@register("argmax offset share", takes="argmax_offset_share",
+          twins={"argmax_offset_share": "course_utils.models.seq2seq_data.argmax_offset_share"})
 def check_argmax_offset_share(fn: Callable[[torch.Tensor, torch.Tensor, int], float], seed: int) -> None:
     """``fn(weights (N, T_out, T_in), lengths (N,), offset) -> float``: the share of token steps t < n whose
     largest weight sits at the mirrored position m(t) = n - 1 - t plus ``offset``."""

@@ -48,7 +48,8 @@ def _otherwise(case) -> str:
     return f"your probabilities differ from softmax(logits / temperature) by up to {largest_difference(got, want):.3g}."
 
 
-@register("next-token probabilities", takes="my_next_token_probs")
+@register("next-token probabilities", takes="next_token_probs",
+          twins={"next_token_probs": "course_utils.models.language_model.next_token_probs"})
 def check_next_token_probs(fn: Callable[[torch.Tensor, float], torch.Tensor], seed: int) -> None:
     """``fn(logits (..., V), temperature) -> probabilities (..., V)``; temperature 0 means greedy (one-hot)."""
     g = generator(seed)
