@@ -13,7 +13,8 @@
   the first tier already ran: the student versions of the notebooks that have a solution twin
   (nbval runs them top to bottom, no task done, no error allowed; tests/test_student_notebooks.py
   checks in the first tier that they are the up-to-date stubs of their solutions), JupyterLab in
-  Chromium (tests/test_browser.py) and the grader on a class folder (tests/test_grade.py).
+  Chromium (tests/test_browser.py), the grader on a class folder (tests/test_grade_class.py) and
+  the stored experiments' first steps trained again (tests/test_experiments.py).
   `pytest -m ""` runs both tiers; so does naming files (`pytest notebooks/05_causal_mask.ipynb`).
 """
 

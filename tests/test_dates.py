@@ -165,6 +165,7 @@ def test_study_file_holds_three_seeds_both_models_every_form():
         assert ("alignment" in r) == r["attention"] and len(r["by_epoch"]) == S.SETTINGS["epochs"]
 
 
+@pytest.mark.slow  # retrains the stored study's first steps: the slow tier, with the other stored experiments
 def test_study_start_matches_a_rerun():
     """Re-run the first optimiser steps of seed 0 with attention, as train_seq2seq takes them."""
     stored = next(r for r in _study()["runs"] if r["seed"] == 0 and r["attention"])["first_losses"]

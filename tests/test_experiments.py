@@ -23,6 +23,7 @@ def test_stored_result_names_its_command(name):
     assert result["command"].endswith(f"run {name}")
 
 
+@pytest.mark.slow  # trains (seconds of CPU): the stored runs are checked in the slow tier
 def test_heads_long_prefix():
     stored = _stored("heads_long")["curves"]["1 heads, seed 0"]
     rerun = experiments.heads_long(seeds=(0,), steps={1: 250}, eval_every=250, lrs=())["curves"]["1 heads, seed 0"]
@@ -31,6 +32,7 @@ def test_heads_long_prefix():
         assert rerun[key][0] == pytest.approx(stored[key][0], abs=0.03), key
 
 
+@pytest.mark.slow  # trains (seconds of CPU): the stored runs are checked in the slow tier
 def test_longer_training_prefix():
     stored = _stored("longer_training")["runs"]
     long = next(run for run in stored.values() if run["schedule"].endswith("constant lr") and run["seed"] == 0)
@@ -41,6 +43,7 @@ def test_longer_training_prefix():
         assert run[key][0] == pytest.approx(long[key][0], abs=0.03), key
 
 
+@pytest.mark.slow  # trains (seconds of CPU): the stored runs are checked in the slow tier
 def test_scaling_sweep_one_run():
     stored = {(r["variant"], r["lr"], r["seed"]): r for r in _stored("scaling_sweep")["runs"]}
     for row in experiments.scaling_sweep(seeds=(0,), lrs=(1e-3,))["runs"]:
@@ -52,6 +55,7 @@ def test_scaling_sweep_one_run():
             assert abs(row["steps_to_95"] - want["steps_to_95"]) <= 30
 
 
+@pytest.mark.slow  # trains (seconds of CPU): the stored runs are checked in the slow tier
 def test_lm_checks_prefix():
     stored = _stored("lm_checks")["text"][0]
     rerun = experiments.lm_checks(seeds=(0,), steps=50, pattern_steps=1)["text"][0]

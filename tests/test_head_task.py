@@ -121,6 +121,7 @@ def test_evaluate_counts_right_answers():
     assert evaluate(Oracle(task, batch, wrong_count=True), batch) == {"prev": 1.0, "next": 1.0, "count": 0.0, "all": 0.0}
 
 
+@pytest.mark.slow  # trains (seconds of CPU); notebooks 07 and 12 train it in the first tier
 def test_training_is_reproducible_and_learns_the_task():
     task = NeighbourCountTask()
     seed_everything(0)

@@ -20,6 +20,7 @@ def built(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # builds a whole release (seconds): the slow tier
 def test_release_has_what_a_student_needs(built):
     for path in ("README.md", "pyproject.toml", "requirements.txt", "course_utils/__init__.py",
                  "course_utils/helpers/checkers/causal_mask.py", "notebooks/05_causal_mask.ipynb",
@@ -30,6 +31,7 @@ def test_release_has_what_a_student_needs(built):
         assert (built / path).is_file() == (ROOT / path).is_file(), path
 
 
+@pytest.mark.slow  # builds a whole release (seconds): the slow tier
 def test_release_has_no_solutions_tests_or_tooling(built):
     assert not (built / "notebooks" / "solutions").exists()
     assert not (built / "tests").exists() and not (built / "course_utils" / "tooling").exists()
@@ -40,12 +42,14 @@ def test_release_has_no_solutions_tests_or_tooling(built):
     assert "NotImplementedError" in "".join("".join(c["source"]) for c in nb["cells"])
 
 
+@pytest.mark.slow  # builds a whole release (seconds): the slow tier
 def test_no_solution_line_in_the_release(built):
     secret = sum(len(lines) for lines in release.region_lines().values())
     assert secret >= 40  # the check has something to look for
     assert release.leaks(built) == []
 
 
+@pytest.mark.slow  # builds a whole release (seconds): the slow tier
 def test_leak_check_finds_a_solution(built, tmp_path):
     copy = tmp_path / "leaky"
     shutil.copytree(built, copy)
