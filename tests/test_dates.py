@@ -172,18 +172,18 @@ def test_study_start_matches_a_rerun():
     settings = S.SETTINGS
     train, _ = D.make_date_data(settings["num_train"], settings["num_heldout"], seed=0)
     model = S.build_model(True, 0)
-    optimiser = torch.optim.Adam(model.parameters(), lr=settings["lr"])
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings["lr"])
     total = settings["epochs"] * -(-len(train) // settings["batch_size"])
     end = settings["final_lr"] / settings["lr"]
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: 1.0 + (end - 1.0) * step / total)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 + (end - 1.0) * step / total)
     batches = iterate_batches(train, settings["batch_size"], shuffle=True, generator=torch.Generator().manual_seed(0))
     losses = []
     for batch, _ in zip(batches, range(len(stored))):
         loss = sequence_loss(model(batch.src, batch.lengths, batch.tgt)[0], batch.tgt)
-        optimiser.zero_grad()
+        optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimiser.step()
+        optimizer.step()
         schedule.step()
         losses.append(loss.item())
     assert losses == pytest.approx(stored, rel=1e-3)
