@@ -216,3 +216,15 @@ def test_make_submissions_reproduces_the_committed_folder(tmp_path):
     assert made == committed
     assert all(filecmp.cmp(tmp_path / rel, SUBMISSIONS / rel, shallow=False) for rel in made), \
         "run python tests/submissions/make_submissions.py and commit the result"
+
+
+def test_the_sandbox_mounts_its_empty_tmp_before_python_so_a_venv_under_tmp_stays_visible(monkeypatch, tmp_path):
+    from course_utils.tooling import grade_sandbox
+
+    venv = "/tmp/tmp.ci/venv"  # CI's virtual environment lives in a mktemp -d folder
+    monkeypatch.setattr(sys, "prefix", venv)
+    argv = grade_sandbox._bwrap_argv(tmp_path / "work", tmp_path / "package")
+    tmpfs = argv.index("--tmpfs")
+    assert argv[tmpfs + 1] == "/tmp"
+    binds = [i for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 1].startswith("/tmp/")]
+    assert binds and all(i > tmpfs for i in binds), "a bind under /tmp placed before the tmpfs is hidden by it"

@@ -127,7 +127,8 @@ def _bwrap_argv(folder: Path, package: Path) -> list[str]:
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+             "--tmpfs", "/tmp"]  # an empty /tmp, mounted before the binds: Python or a venv may live under /tmp
     python = os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
     reads = [python, sys.base_prefix, sys.prefix, *site_dirs()]
     made = {"/", "/usr"}
@@ -140,7 +141,7 @@ def _bwrap_argv(folder: Path, package: Path) -> list[str]:
                 argv += ["--perms", "0755", "--dir", str(parent)]
         argv += ["--ro-bind", path, path]
     argv += ["--perms", "0755", "--dir", "/grader", "--ro-bind", str(package), INSIDE_PACKAGE,
-             "--bind", str(folder), INSIDE_FOLDER, "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev",
+             "--bind", str(folder), INSIDE_FOLDER, "--proc", "/proc", "--dev", "/dev",
              "--chdir", INSIDE_FOLDER, "--clearenv"]
     for key, value in _environment(INSIDE_FOLDER).items():
         argv += ["--setenv", key, value]
