@@ -62,9 +62,12 @@ class CrossAttention(torch.nn.Module):
     def split(self, x):
         return x.view(x.shape[0], x.shape[1], self.num_heads, self.d_k).transpose(1, 2)
 
+    def scores(self, Q, K):
+        return Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)
+
     def forward(self, dec, enc, mask=None):
         Q, K, V = self.split(self.W_q(dec)), self.split(self.W_k(enc)), self.split(self.W_v(enc))
-        s = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)
+        s = self.scores(Q, K)
         if mask is not None:
             s = s.masked_fill(~mask.unsqueeze(1), float("-inf"))
         w = s.softmax(-1)
