@@ -64,13 +64,15 @@ def _marker_name(line: str, where: str) -> str | None:
     return m.group(1)
 
 
+def _markdown_lines(nb: nbformat.NotebookNode) -> list[tuple[int, list[str]]]:
+    """``(cell index, its lines)`` of every markdown cell of ``nb``."""
+    return [(index, cell.source.split("\n")) for index, cell in enumerate(nb.cells) if cell.cell_type == "markdown"]
+
+
 def find(nb: nbformat.NotebookNode) -> list[Embedded]:
     """Every marker of a notebook, in order, with the drawing stored under it (if any)."""
     found = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "markdown":
-            continue
-        lines = cell.source.split("\n")
+    for index, lines in _markdown_lines(nb):
         for k, line in enumerate(lines):
             name = _marker_name(line, f"cell {index}")
             if name is None:
@@ -83,15 +85,8 @@ def find(nb: nbformat.NotebookNode) -> list[Embedded]:
 
 def orphans(nb: nbformat.NotebookNode) -> list[int]:
     """Indices of markdown cells holding an embedded drawing whose marker line is gone."""
-    bad = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "markdown":
-            continue
-        lines = cell.source.split("\n")
-        for k, line in enumerate(lines):
-            if IMAGE.fullmatch(line.strip()) and (k == 0 or not MARKER.fullmatch(lines[k - 1].strip())):
-                bad.append(index)
-    return bad
+    return [index for index, lines in _markdown_lines(nb) for k, line in enumerate(lines)
+            if IMAGE.fullmatch(line.strip()) and (k == 0 or not MARKER.fullmatch(lines[k - 1].strip()))]
 
 
 def embed(nb: nbformat.NotebookNode, drawings: Mapping[str, Drawing]) -> list[str]:
