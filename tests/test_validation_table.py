@@ -333,6 +333,9 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
     "lm_loss": (language_model.lm_loss, dict(logits=randn(2, 3, 5), targets=torch.zeros(2, 3, dtype=torch.long)), {
         "logits": tensor_kinds(randn(2, 3, 5)), "targets": [torch.zeros(2, 3), torch.zeros(3, 3, dtype=torch.long),
                                                             torch.full((2, 3), 5), torch.full((2, 3), -1)]}),
+    "check_prompt": (language_model.check_prompt, dict(model=LM, prompt=torch.tensor([1, 2])), {
+        "prompt": tensor_kinds(torch.tensor([1, 2]), dtype=False) + [torch.tensor([1.0, 2.0]), torch.zeros(1, 0).long(),
+                                                                      torch.tensor([-1, 2])]}),
     "generate": (language_model.generate, dict(model=LM, prompt=torch.tensor([1, 2]), num_new=2), {
         "model": [nn.Linear(2, 2), None], "prompt": [[1, 2], torch.tensor([1.0]), torch.tensor([1, 11])],
         "num_new": COUNT0, "temperature": NONNEG_FLOAT, "generator": GENERATOR}),

@@ -28,7 +28,7 @@ from ..core.validation import (
     require_bool, require_float_dtype, require_generator, require_index_range, require_instance, require_positive,
     require_positive_float, require_tensor, shape_of,
 )
-from .language_model import CausalLM
+from .language_model import CausalLM, check_prompt
 
 
 @dataclass
@@ -160,10 +160,7 @@ def generate_cached(model: CausalLM, prompt: Tensor, num_new: int, temperature: 
     require_positive_float(allow_zero=True, temperature=temperature)
     require_generator(generator)
     require_bool(return_logits=return_logits)
-    require_tensor("prompt", prompt, integer=True)
-    if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
-        raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got shape {shape_of(prompt)}")
-    require_index_range("prompt", prompt, 0, model.vocab_size, f" (vocab_size={model.vocab_size})")
+    check_prompt(model, prompt)  # a CausalLM: its vocab_size bounds the ids
     if prompt.shape[-1] + num_new - 1 > model.max_len:
         raise ValueError(f"prompt of {prompt.shape[-1]} + {num_new} new tokens need {prompt.shape[-1] + num_new - 1} "
                          f"positions, more than max_len={model.max_len}")

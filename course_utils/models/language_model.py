@@ -293,6 +293,16 @@ def _check_lm(model: nn.Module) -> None:
                         f"got {type(model).__name__}")
 
 
+def check_prompt(model: nn.Module, prompt: Tensor) -> None:
+    """A prompt ``(P,)`` or ``(B, P)`` of token ids the model knows (``0 <= id < model.vocab_size``, where
+    the model has one): the input check of ``generate`` and of notebook 15's ``generate_cached``."""
+    require_tensor("prompt", prompt, integer=True)
+    if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
+        raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got shape {shape_of(prompt)}")
+    if is_int(getattr(model, "vocab_size", None)):
+        require_index_range("prompt", prompt, 0, model.vocab_size, f" (vocab_size={model.vocab_size})")
+
+
 def next_token_probs(logits: Tensor, temperature: float) -> Tensor:
     """The distribution generation draws the next token from; built in notebook 11.
 
@@ -326,11 +336,7 @@ def generate(
     require_positive_float(allow_zero=True, temperature=temperature)
     require_generator(generator)
     require_nonnegative_int(num_new=num_new)
-    require_tensor("prompt", prompt, integer=True)
-    if prompt.dim() not in (1, 2) or prompt.shape[-1] < 1:
-        raise ValueError(f"prompt must have shape (P,) or (B, P) with P >= 1, got {shape_of(prompt)}")
-    if is_int(getattr(model, "vocab_size", None)):
-        require_index_range("prompt", prompt, 0, model.vocab_size, f" (vocab_size={model.vocab_size})")
+    check_prompt(model, prompt)
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
