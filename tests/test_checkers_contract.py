@@ -1,5 +1,6 @@
-"""Contract A (DESIGN): every checker judges a remote stand-in of the student's code exactly as it judges
-the code itself, so that a grader can run the student's functions in another process.
+"""The contract with the grader (``course_utils/helpers/checkers/__init__.py``): every checker judges a
+remote stand-in of the student's code exactly as it judges the code itself, so that a grader can run the
+student's functions in another process.
 
 ``Remote`` below is a test double of the grader's proxies, written from the contract: every argument
 and result crosses a plain-data wire (JSON plus ``.npy`` arrays loaded with ``allow_pickle=False``; a

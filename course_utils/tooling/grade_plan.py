@@ -236,16 +236,15 @@ def copied_from(sources: list[str], name: str) -> str:
 
 
 def twin_calls(task, sources: list[str]) -> list[str]:
-    """The course functions the answer to ``task`` (a ``grade_exercises.Task``) hands its work to.
+    """The course functions the answer to ``task`` (a ``grade_exercises.Task``) hands its work to: the
+    checkers' static check on the notebook's cells (``course_utils.helpers.checkers.twin_calls``,
+    the contract's rule 6); for a check the registry does not know, a fallback that only knows calls of a
+    course function named like the task."""
+    from ..helpers.checkers import twin_calls as checkers_twin_calls
 
-    ADAPTER: the checkers' static check, ``course_utils.helpers.checkers.twin_calls(check name,
-    cell_sources)`` (Contract A rule 7), where the package has it and the check is registered; else
-    a fallback that only knows calls of a course function named like the task."""
     try:
-        from ..helpers.checkers import twin_calls as checkers_twin_calls
-
         return list(checkers_twin_calls(task.check, sources))
-    except (ImportError, KeyError):
+    except KeyError:
         return _fallback_twin_calls(task.name, [to_python(s) for s in sources])
 
 

@@ -9,6 +9,25 @@ without its number (``05_causal_mask`` -> ``causal_mask.py``), on shared machine
 
 Every check is importable from here: ``from course_utils.helpers.checkers import check_causal_mask``.
 The checker modules are imported on first use.
+
+**The contract with the grader** (Contract A). ``course-grade`` runs a student's functions in a
+sandboxed worker and the checks in its own process, handing a check a stand-in
+(``transport.Remote``) for the student's function or class. So every check obeys these rules
+(``tests/test_checkers_contract.py`` runs each check through such a stand-in):
+
+1. it reaches student code only by calling what it was given (or instances that returned), never
+   by introspecting it (``__code__``, ``inspect``, ``__wrapped__``; ``__name__`` may be read);
+2. it passes student code plain data only (tensors, NumPy arrays and scalars, Python scalars,
+   ``str``, ``None``, ``torch.Size``, ``torch.dtype``, tuples, lists and dicts of these) or fixtures
+   (``fixtures.py``);
+3. it gives a clear hint for a result of an unexpected type (an ``Opaque`` stand-in) and never
+   crashes on one;
+4. it may rely on in-place changes of its tensor arguments being copied back, and on a student's
+   exception coming back with the same class name and message;
+5. of a student's class it uses only construction with plain arguments, calls of an instance,
+   ``instance.state_dict()``, plain attributes and callable sub-modules;
+6. whether an answer only calls the course's own function is read from its source (``twins``),
+   never traced at run time.
 """
 
 from .registry import Check, checks, checks_in_cell, find_check

@@ -1,4 +1,5 @@
-"""Objects the checkers hand to student code, described as plain data (Contract A of the grader).
+"""Objects the checkers hand to student code, described as plain data (the contract with the
+grader: ``checkers/__init__.py``).
 
 A checker may pass the student's function only plain data (tensors, arrays, numbers, strings,
 tuples, lists, dicts) or a *fixture*: an instance of a class here that

@@ -7,7 +7,7 @@ score is the mean of ``weights[..., i, i - L + 1]`` over the queries i = L .. T-
 leading index: shape ``(...)``.
 
 ``check_induction_score`` calls the student's function only with plain tensors and an int and reads
-only what it returns (Contract A of the design). It tries fixed cases (random weights on every key, a
+only what it returns (the contract with the grader, ``checkers/__init__.py``). It tries fixed cases (random weights on every key, a
 perfect induction head, a head that looks at the earlier occurrence itself, one (T, T) matrix,
 float64) and hidden random ones
 (causal rows drawn with several temperatures, one-hot rows, (B, h, T, T) and (h, T, T) shapes, the

@@ -8,7 +8,7 @@ attention (0 where allowed, -inf where blocked, which ``nn.MultiheadAttention`` 
 accepted too.
 
 ``check_torch_attn_mask`` calls the student's function only with plain tensors and ints and reads only the
-tensor it returns (Contract A of the design): on fixed cases and hidden random ones (n != m, one head,
+tensor it returns (the contract with the grader, ``checkers/__init__.py``): on fixed cases and hidden random ones (n != m, one head,
 one sequence, sequences with different masks), it names the mistake it recognises (no inversion, the
 copies in the wrong order, one copy instead of one per head, a float 0/1 mask, an in-place change)
 and otherwise says which entries differ.

@@ -1,4 +1,5 @@
-"""Plain data across a process boundary, and the remote proxies of the grader (DESIGN: Contract A).
+"""Plain data across a process boundary, and the remote proxies of the grader (the contract with
+the grader: ``checkers/__init__.py``).
 
 ``course-grade`` runs a student's code in a worker process and the checkers in its own: a checker
 is handed a :class:`Remote` stand-in for the student's function or class, whose calls travel to
