@@ -19,9 +19,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import nbformat
+
+from ..helpers.checkers.registry import Check
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CHECKERS = "course_utils.helpers.checkers"
@@ -76,20 +77,17 @@ def _imported_from(sources: list[str]) -> dict[str, str]:
     return found
 
 
-def registry() -> dict[str, Any]:
-    """The checkers' registry of checks, or {} where the package has none (ADAPTER: see module docstring of
-    ``helpers/checkers``; entries have ``.module``, a module or its name, and ``.takes``)."""
-    package = importlib.import_module(CHECKERS)
-    checks = getattr(package, "CHECKS", None)
-    return dict(checks) if isinstance(checks, dict) else {}
+def registry() -> dict[str, Check]:
+    """The checkers' registry of checks (``course_utils.helpers.checkers.CHECKS``: loads every checker module)."""
+    from ..helpers.checkers import CHECKS
+
+    return dict(CHECKS)
 
 
-def _module_of(check: str, imported: dict[str, str], checks: dict[str, Any]) -> str:
+def _module_of(check: str, imported: dict[str, str], checks: dict[str, Check]) -> str:
+    """The module of ``check``: the registry's, else the notebook's own import line."""
     entry = checks.get(check)
-    module = getattr(entry, "module", None)
-    if module is not None:
-        return module if isinstance(module, str) else module.__name__
-    return imported.get(check, CHECKERS)
+    return entry.module if entry is not None else imported.get(check, CHECKERS)
 
 
 def code_sources(nb: nbformat.NotebookNode) -> list[str]:
