@@ -1,13 +1,17 @@
 """course_utils: the code the Attention Mechanisms notebooks share.
 
 Each notebook first builds its idea in plain sight, then checks it against the
-version here; later notebooks import it from here. Four folders, imports running
-one way (core <- models <- helpers; tooling apart):
+version here; later notebooks import it from here. Imports run one way: core <- models <-
+helpers for what students use; the maintainers' rooms sit above them (studies <- authoring;
+grading apart) and no notebook imports them:
 
 - ``core``: the attention a student reads (PyTorch only);
 - ``models``: the course's models and tasks, built from the core;
 - ``helpers``: plotting, explorers, quizzes, timing and the exercise checkers;
-- ``tooling``: maintainers' commands (``python -m course_utils.tooling.nbtools``).
+- ``studies``: the stored experiments and the attention-speed study;
+- ``authoring``: stored outputs, student versions, site, release, guide, drawings, benchmark
+  (``python -m course_utils.authoring.nbtools``);
+- ``grading``: the grader (``course-grade``).
 
 The names below are the ones every notebook uses, importable from ``course_utils`` itself
 (``from course_utils import seed_everything``). Each is loaded from its module the first time it
@@ -37,13 +41,13 @@ _HOMES = {  # name -> the module it lives in
     "plot_attention": "helpers.plotting",
     "plot_attention_grid": "helpers.plotting",
 }
-_LAYERS = ("core", "models", "helpers", "tooling")
+_LAYERS = ("core", "models", "helpers", "studies", "authoring", "grading")
 
 __all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str):
-    """Load ``course_utils.<name>`` on first use (PEP 562): a name of ``__all__`` or one of the four folders."""
+    """Load ``course_utils.<name>`` on first use (PEP 562): a name of ``__all__`` or one of the folders."""
     if name in _HOMES:
         value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
     elif name in _LAYERS:

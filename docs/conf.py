@@ -5,7 +5,7 @@ Build it from the repository root (``docs/requirements.txt`` installed):
     python -m sphinx -W -b html docs docs/_build/html
 
 The pages are generated from the repository before Sphinx reads them
-(``course_utils.tooling.site.prepare``): docs/index.md from README.md, docs/notebooks/
+(``course_utils.authoring.site.prepare``): docs/index.md from README.md, docs/notebooks/
 from notebooks/ (an exercise's page from its solution's outputs, with the student's stubs;
 never a solution), docs/instructors.md from INSTRUCTORS.md when there is one. Edit those, not
 the generated files (git-ignored).
@@ -20,13 +20,13 @@ DOCS = Path(__file__).resolve().parent
 
 
 def _tooling(name: str) -> types.ModuleType:
-    """Import course_utils.tooling.NAME without course_utils/__init__.py, which imports
+    """Import course_utils.authoring.NAME without course_utils/__init__.py, which imports
     PyTorch and Matplotlib for the notebooks (seconds of the build, and nothing it needs)."""
     if "course_utils" not in sys.modules:
         package = types.ModuleType("course_utils")
         package.__path__ = [str(DOCS.parent / "course_utils")]
         sys.modules["course_utils"] = package
-    return importlib.import_module(f"course_utils.tooling.{name}")
+    return importlib.import_module(f"course_utils.authoring.{name}")
 
 
 # jsonschema (through nbformat) builds dozens of URI grammars at import when rfc3987_syntax is

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from course_utils.tooling import attention_speed
-from course_utils.tooling.attention_speed import FusedRatio, fused_ratio
+from course_utils.studies import attention_speed
+from course_utils.studies.attention_speed import FusedRatio, fused_ratio
 
 
 def test_fused_ratio_times_both_on_one_thread_and_restores_the_thread_count(monkeypatch):

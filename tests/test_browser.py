@@ -398,8 +398,8 @@ def test_an_error_in_a_notebook_is_noticed(browser_context, lab):
 def test_the_course_drawings_show_in_jupyterlab(browser_context, lab):
     """Every drawing, embedded as the drawings tool does it (an <img> with an SVG data: URL under its
     marker), is shown by JupyterLab at its full width, with its alt text."""
-    from course_utils.tooling.drawings import drawings
-    from course_utils.tooling.drawings import embed as drawing_embed
+    from course_utils.authoring.drawings import drawings
+    from course_utils.authoring.drawings import embed as drawing_embed
 
     registry = drawings()
     nb = nbformat.v4.new_notebook()

@@ -12,7 +12,7 @@ from torch import nn
 
 from course_utils.helpers.quiz import load_quiz
 from course_utils.models import dates as D
-from course_utils.tooling import dates_study as S
+from course_utils.studies import dates_study as S
 from course_utils.models.seq2seq import Seq2SeqWithAttention
 from course_utils.models.seq2seq_data import EOS_ID, PAD_ID, ReversalData, iterate_batches
 from course_utils.models.seq2seq_training import predict, sequence_loss, train_seq2seq

@@ -12,9 +12,9 @@ import nbformat
 import pytest
 
 from course_utils.helpers import palette
-from course_utils.tooling.drawings import NAMES, commands, drawings
-from course_utils.tooling.drawings import embed as E
-from course_utils.tooling.drawings.svg import MIN_SCRIPT, MIN_SIZE, Canvas, text_width
+from course_utils.authoring.drawings import NAMES, commands, drawings
+from course_utils.authoring.drawings import embed as E
+from course_utils.authoring.drawings.svg import MIN_SCRIPT, MIN_SIZE, Canvas, text_width
 
 SVG = "{http://www.w3.org/2000/svg}"
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,7 +255,7 @@ def test_every_drawing_embedded_in_the_course_equals_its_file_and_has_alt_text()
         nb = nbformat.read(path, as_version=4)
         for e in E.find(nb):
             where = f"{path.relative_to(ROOT)} cell {e.cell} ({e.name})"
-            assert e.svg is not None, f"{where}: run `python -m course_utils.tooling.drawings --embed`"
+            assert e.svg is not None, f"{where}: run `python -m course_utils.authoring.drawings --embed`"
             assert e.svg == (figures / f"{e.name}.svg").read_text(encoding="utf-8"), f"{where}: stale, run --embed"
             assert e.alt and e.alt.strip(), f"{where}: empty alt text"
 

@@ -7,12 +7,12 @@ Training on another CPU can change the last digits, so the comparisons allow a s
 import pytest
 
 from course_utils.helpers.exploration_plots import load_result
-from course_utils.tooling import experiments
+from course_utils.studies import experiments
 
 
 def _stored(name):
     if not (experiments.RESULTS / f"{name}.json").is_file():
-        pytest.skip(f"data/results/{name}.json not stored yet: python -m course_utils.tooling.experiments run {name}")
+        pytest.skip(f"data/results/{name}.json not stored yet: python -m course_utils.studies.experiments run {name}")
     return load_result(name)
 
 

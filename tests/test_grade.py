@@ -16,9 +16,11 @@ import nbformat
 import pytest
 
 from course_utils.helpers.checkers.report import CheckResult
-from course_utils.tooling import grade, grade_judge, grade_plan
-from course_utils.tooling.grade_exercises import Invalid, checker_calls, code_sources, exercises, identify, load_check
-from course_utils.tooling.grade_report import markdown
+from course_utils.grading import cli as grade
+from course_utils.grading import judge as grade_judge
+from course_utils.grading import plan as grade_plan
+from course_utils.grading.exercises import Invalid, checker_calls, code_sources, exercises, identify, load_check
+from course_utils.grading.report import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -219,7 +221,7 @@ def test_make_submissions_reproduces_the_committed_folder(tmp_path):
 
 
 def test_the_sandbox_mounts_its_empty_tmp_before_python_so_a_venv_under_tmp_stays_visible(monkeypatch, tmp_path):
-    from course_utils.tooling import grade_sandbox
+    from course_utils.grading import sandbox as grade_sandbox
 
     venv = "/tmp/tmp.ci/venv"  # CI's virtual environment lives in a mktemp -d folder
     monkeypatch.setattr(sys, "prefix", venv)

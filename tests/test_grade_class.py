@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.tooling import grade_sandbox
+from course_utils.grading import sandbox as grade_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -115,7 +115,7 @@ def _skip_unless_isolated(attack: str, iso) -> None:
 
 def _run(folder: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "course_utils.tooling.grade", str(folder), "--out", str(out),
+    return subprocess.run([sys.executable, "-m", "course_utils.grading.cli", str(folder), "--out", str(out),
                            "--jobs", "2", *TIMEOUTS, *extra], cwd=out.parent, env=env, capture_output=True,
                           text=True, timeout=1800)
 

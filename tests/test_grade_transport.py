@@ -1,4 +1,4 @@
-"""The grader's transport (checkers/transport.py, tooling/grade_channel.py): plain data both ways,
+"""The grader's transport (grading/transport.py, grading/channel.py): plain data both ways,
 never pickle; proxies that call across a pipe; malformed, oversized or missing answers refused."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.helpers.checkers.transport import (
+from course_utils.grading.transport import (
     ChannelClosed, Codec, Opaque, RemoteError, TimedOut, TransportError, pack, unpack)
-from course_utils.tooling.grade_channel import Endpoint
+from course_utils.grading.channel import Endpoint
 
 
 def round_trip(value, codec=None):
@@ -294,7 +294,7 @@ def test_fixtures_travel_as_specs_and_bring_their_record_back():
     thread = threading.Thread(target=worker.serve, daemon=True)
     thread.start()
     grader.deadline = time.monotonic() + 30
-    from course_utils.helpers.checkers.transport import remote_from
+    from course_utils.grading.transport import remote_from
 
     fn = remote_from({"id": 0, "type": "function", "name": "f"}, grader)
     layer = Layer(3.0)

@@ -1,8 +1,8 @@
-"""The instructor guide's generated table (course_utils/tooling/guide.py)."""
+"""The instructor guide's generated table (course_utils/authoring/guide.py)."""
 
 import pytest
 
-from course_utils.tooling import guide
+from course_utils.authoring import guide
 
 
 def test_every_notebook_has_its_own_row_with_a_plan():

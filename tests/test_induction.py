@@ -23,7 +23,7 @@ from course_utils.models.induction import (
     right_predictions,
     train_induction,
 )
-from course_utils.tooling import induction_study as S
+from course_utils.studies import induction_study as S
 
 
 def g(seed=0):

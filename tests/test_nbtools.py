@@ -3,7 +3,7 @@
 import nbformat
 import pytest
 
-from course_utils.tooling.nbtools import STUB, make_student_notebook, student_source
+from course_utils.authoring.nbtools import STUB, make_student_notebook, student_source
 
 
 def test_solution_region_becomes_an_indented_stub():
@@ -39,7 +39,7 @@ def test_student_notebook_clears_outputs_and_is_marked():
 
 
 def test_add_header_inserts_badges_and_colab_cell_once():
-    from course_utils.tooling.nbtools import BADGES_TAG, COLAB_SETUP, COLAB_TAG, NOTEBOOKS, add_header
+    from course_utils.authoring.nbtools import BADGES_TAG, COLAB_SETUP, COLAB_TAG, NOTEBOOKS, add_header
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# Title"), nbformat.v4.new_code_cell("import torch")]
@@ -54,7 +54,7 @@ def test_add_header_inserts_badges_and_colab_cell_once():
 
 
 def test_student_badges_open_the_student_version():
-    from course_utils.tooling.nbtools import NOTEBOOKS
+    from course_utils.authoring.nbtools import NOTEBOOKS
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION")]
@@ -66,7 +66,7 @@ def test_colab_cell_does_nothing_and_prints_nothing_outside_colab():
     import subprocess
     import sys
 
-    from course_utils.tooling.nbtools import COLAB_SETUP
+    from course_utils.authoring.nbtools import COLAB_SETUP
 
     probe = COLAB_SETUP + "\nimport sys as _s\nprint(sorted(set(_s.modules) & {'subprocess', 'google.colab'}))"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
@@ -76,7 +76,7 @@ def test_colab_cell_does_nothing_and_prints_nothing_outside_colab():
 
 
 def test_every_notebook_starts_with_its_badges_and_the_colab_cell():
-    from course_utils.tooling.nbtools import COLAB_SETUP, all_notebooks, badges
+    from course_utils.authoring.nbtools import COLAB_SETUP, all_notebooks, badges
 
     for path in all_notebooks():
         nb = nbformat.read(path, as_version=4)
@@ -93,7 +93,7 @@ def test_execute_passes_the_environment_and_shuts_its_kernel_down(tmp_path, monk
     # The kernel sees the caller's environment (the benchmark's COURSE_TRAINING_LOG reaches the trainings).
     # And a NotebookClient given a kernel manager does not own it, so it would leave the kernel
     # running: `nbtools execute` of every notebook then kept 30 kernels alive until it exited.
-    from course_utils.tooling.nbtools import execute
+    from course_utils.authoring.nbtools import execute
 
     monkeypatch.setenv("COURSE_TRAINING_LOG", str(tmp_path / "log.jsonl"))
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
@@ -106,7 +106,8 @@ def test_execute_passes_the_environment_and_shuts_its_kernel_down(tmp_path, monk
 
 @pytest.mark.slow  # a child process and a kernel that trains: end to end, as the grader's class-folder test
 def test_benchmark_runs_a_notebook_and_reports_its_trainings(tmp_path):
-    from course_utils.tooling import benchmark, guide
+    from course_utils.authoring import benchmark
+    from course_utils.authoring import guide
 
     path = tmp_path / "07_tiny.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
@@ -126,7 +127,7 @@ def test_benchmark_runs_a_notebook_and_reports_its_trainings(tmp_path):
 def test_run_measured_reads_the_cpu_and_peak_memory_of_a_child_and_its_last_line():
     import sys
 
-    from course_utils.tooling import benchmark
+    from course_utils.authoring import benchmark
 
     code = "import time\nx = bytearray(80 * 2**20)\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass\nprint('done')"
     r = benchmark.run_measured([sys.executable, "-c", code], dict(__import__("os").environ))
@@ -135,7 +136,7 @@ def test_run_measured_reads_the_cpu_and_peak_memory_of_a_child_and_its_last_line
 
 
 def test_benchmark_tables_show_an_error_and_an_early_stop():
-    from course_utils.tooling import benchmark
+    from course_utils.authoring import benchmark
 
     stopped = {"name": "train_lm", "model": "CausalLM", "cell": 12, "epochs": 1, "steps": 40, "cpu_s": 1.5, "wall_s": 1.6,
                "loss": 0.3, "stop": "target", "metric": 0.991, "target": 0.99}

@@ -57,7 +57,7 @@ def test_readme_commands_are_the_ones_ci_runs():
     assert other_paths in readme
     assert re.search(r"^\s*(run_pytest )?pytest -m slow$", ci, re.M), ".ci/run must run the slow tier"
     assert "pytest -m slow" in readme
-    assert "python -m course_utils.tooling.nbtools execute" in readme
+    assert "python -m course_utils.authoring.nbtools execute" in readme
 
 
 def test_readme_links_name_existing_notebooks_and_list_every_notebook():
@@ -66,7 +66,7 @@ def test_readme_links_name_existing_notebooks_and_list_every_notebook():
     launched = set(re.findall(r"\]\(https://[^)]*?/(notebooks/[^)?#]+\.ipynb)\)", readme))
     assert linked <= launched, f"notebooks without Binder/Colab links: {sorted(linked - launched)}"
     linked |= launched
-    from course_utils.tooling.nbtools import launch_links
+    from course_utils.authoring.nbtools import launch_links
 
     for link in linked:
         for url in launch_links(ROOT / link):

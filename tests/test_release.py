@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.tooling import release
+from course_utils.authoring import release
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,9 +34,10 @@ def test_release_has_what_a_student_needs(built):
 @pytest.mark.slow  # builds a whole release (seconds): the slow tier
 def test_release_has_no_solutions_tests_or_tooling(built):
     assert not (built / "notebooks" / "solutions").exists()
-    assert not (built / "tests").exists() and not (built / "course_utils" / "tooling").exists()
+    assert not (built / "tests").exists()
+    assert not any((built / "course_utils" / room).exists() for room in ("authoring", "studies", "grading"))
     assert not (built / "docs").exists(), "the website's sources need the tooling, which is not released"
-    assert "course_utils.tooling" not in (built / "pyproject.toml").read_text(encoding="utf-8")
+    assert not any(f"course_utils.{room}" in (built / "pyproject.toml").read_text(encoding="utf-8") for room in ("authoring", "studies", "grading"))
     nb = json.loads((built / "notebooks" / "05_causal_mask.ipynb").read_text(encoding="utf-8"))
     assert nb["metadata"]["course"]["role"] == "student"
     assert "NotImplementedError" in "".join("".join(c["source"]) for c in nb["cells"])
@@ -71,7 +72,7 @@ def test_a_course_where_every_task_has_a_twin_releases_cleanly(tmp_path):
     (also inside a longer line, or as short as `return out`) are not taken for leaks."""
     import nbformat
 
-    from course_utils.tooling.student_versions import student_version
+    from course_utils.authoring.student_versions import student_version
 
     root = tmp_path / "course"
     (root / "course_utils" / "core").mkdir(parents=True)

@@ -4,7 +4,7 @@ Build the site first (``docs/requirements.txt`` installed), from the repository 
 
     python -m sphinx -W -b html docs docs/_build/html
 
-The first tests check ``course_utils.tooling.site``, which writes the site's pages from the
+The first tests check ``course_utils.authoring.site``, which writes the site's pages from the
 repository, and need nothing built: an exercise's page is its solved run with the student's
 stubs, drawings are copied beside the pages. The others read the built site (docs/_build/html,
 or $SITE_DIR): every notebook of notebooks/ has a page with as many figures as its solved run
@@ -36,9 +36,10 @@ import nbformat
 import pytest
 
 from course_utils.helpers.tasks import WAITING
-from course_utils.tooling import nbtools, site
-from course_utils.tooling.nbtools import BEGIN, NOTEBOOKS, ROOT, SOLUTIONS, STUB, launch_links, make_student_notebook
-from course_utils.tooling.student_versions import END, is_task_cell, solution_lines
+from course_utils.authoring import nbtools
+from course_utils.authoring import site
+from course_utils.authoring.nbtools import BEGIN, NOTEBOOKS, ROOT, SOLUTIONS, STUB, launch_links, make_student_notebook
+from course_utils.authoring.student_versions import END, is_task_cell, solution_lines
 
 SITE = Path(os.environ.get("SITE_DIR", ROOT / "docs" / "_build" / "html"))
 BUILD = "python -m sphinx -W -b html docs docs/_build/html"
@@ -433,7 +434,7 @@ def test_a_notebook_page_shows_the_figures_of_its_solved_run(pages, built, noteb
     shown = page.output_images + page.drawings
     assert len(shown) == stored, f"{notebook.name}: {stored} figures in {solved.relative_to(ROOT)}, {len(shown)} on its page"
     for src in shown:
-        if src.startswith("data:image/"):  # a drawing stored in the page itself (tooling/drawings --embed)
+        if src.startswith("data:image/"):  # a drawing stored in the page itself (authoring/drawings --embed)
             assert len(src) > 200, f"{notebook.name}: an empty drawing"
             continue
         image = (page.path.parent / src).resolve()

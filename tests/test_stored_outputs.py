@@ -1,7 +1,7 @@
 """What a reader sees before running anything: every notebook's stored outputs.
 
 Stored outputs are what GitHub, the course website and JupyterLab show before Run All. They
-come from one full run (`python -m course_utils.tooling.nbtools execute`) with no error.
+come from one full run (`python -m course_utils.authoring.nbtools execute`) with no error.
 """
 
 import json
@@ -10,7 +10,7 @@ import re
 import nbformat
 import pytest
 
-from course_utils.tooling.nbtools import ROOT, all_notebooks
+from course_utils.authoring.nbtools import ROOT, all_notebooks
 
 NOTEBOOKS = all_notebooks()
 MACHINE_PATHS = re.compile(r"(/home/|/Users/|/work/|/tmp/|/root/|site-packages|[A-Z]:\\\\Users)")

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 
 from course_utils.helpers.tasks import NEED, NEEDS
-from course_utils.tooling.nbtools import BEGIN, END, NOTEBOOKS, ROOT, SOLUTIONS, make_student_notebook
-from course_utils.tooling.student_versions import solution_lines
+from course_utils.authoring.nbtools import BEGIN, END, NOTEBOOKS, ROOT, SOLUTIONS, make_student_notebook
+from course_utils.authoring.student_versions import solution_lines
 
 SOLUTION_PATHS = sorted(SOLUTIONS.glob("*.ipynb"))
 ids = [p.name for p in SOLUTION_PATHS]
@@ -33,11 +33,11 @@ def _paste_solutions(student, solution):
 @pytest.mark.parametrize("solution_path", SOLUTION_PATHS, ids=ids)
 def test_student_version_is_committed_and_up_to_date(solution_path: Path):
     student_path = NOTEBOOKS / solution_path.name
-    assert student_path.exists(), f"run `python -m course_utils.tooling.nbtools students` to create {student_path.name}"
+    assert student_path.exists(), f"run `python -m course_utils.authoring.nbtools students` to create {student_path.name}"
     expected = make_student_notebook(nbformat.read(solution_path, as_version=4), student_path)
     student = nbformat.read(student_path, as_version=4)
     assert [(c.cell_type, c.source) for c in student.cells] == [(c.cell_type, c.source) for c in expected.cells], (
-        f"{student_path.name} is out of date: run `python -m course_utils.tooling.nbtools students`"
+        f"{student_path.name} is out of date: run `python -m course_utils.authoring.nbtools students`"
     )
 
 
@@ -89,7 +89,7 @@ def test_student_version_has_the_solutions_cells_in_the_same_order(solution_path
     solution = nbformat.read(solution_path, as_version=4)
     student = nbformat.read(NOTEBOOKS / solution_path.name, as_version=4)
     assert [c.cell_type for c in student.cells] == [c.cell_type for c in solution.cells], (
-        f"{solution_path.name}: run `python -m course_utils.tooling.nbtools execute {solution_path.relative_to(ROOT)}` "
+        f"{solution_path.name}: run `python -m course_utils.authoring.nbtools execute {solution_path.relative_to(ROOT)}` "
         "(it gives the solution its header), then `nbtools students` on it"
     )
 

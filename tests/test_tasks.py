@@ -4,7 +4,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from course_utils.helpers import tasks
-from course_utils.tooling.student_versions import STUB, add_needs_lines
+from course_utils.authoring.student_versions import STUB, add_needs_lines
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def _firsts(sources: list[str]) -> list[str]:
 def test_what_a_cell_changes_in_place(source, changed):
     import ast
 
-    from course_utils.tooling.student_versions import _changed
+    from course_utils.authoring.student_versions import _changed
 
     assert _changed(ast.parse(source).body, modules={"np", "nn", "torch", "plt"}) == changed
 
@@ -128,7 +128,7 @@ def test_what_a_cell_changes_in_place(source, changed):
 def test_functions_of_the_notebook_that_change_globals():
     import ast
 
-    from course_utils.tooling.student_versions import _global_changes
+    from course_utils.authoring.student_versions import _global_changes
 
     source = (
         "def record(v):\n    history.append(v)\n    local = []\n    local.append(v)\n"
@@ -215,7 +215,7 @@ WAITING = "Task 1 is not done yet: write `double` above, then run this cell agai
 def test_a_student_version_runs_to_the_end_with_no_task_done(shell, capsys):
     """Run All of a generated student version in an IPython shell whose set-up cell switches the
     transformer on: no error, and every cell that reads what a skipped cell would have changed waits."""
-    from course_utils.tooling.nbtools import make_student_notebook
+    from course_utils.authoring.nbtools import make_student_notebook
 
     solution = _lesson_with_changes()
     student = make_student_notebook(solution)
@@ -234,7 +234,7 @@ def test_a_student_version_runs_to_the_end_with_no_task_done(shell, capsys):
 @pytest.mark.slow
 def test_a_student_version_runs_to_the_end_in_a_kernel_with_no_task_done(tmp_path):
     """The same in a real kernel (nbclient, as `nbtools students` runs it): no cell raises."""
-    from course_utils.tooling.nbtools import execute, make_student_notebook
+    from course_utils.authoring.nbtools import execute, make_student_notebook
 
     student = make_student_notebook(_lesson_with_changes())
     execute(student, tmp_path)  # allow_errors=False: an error in any cell raises

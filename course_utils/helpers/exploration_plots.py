@@ -1,6 +1,6 @@
 """Figures of the explorations (notebooks 10-14), and the loader of their stored long runs.
 
-The long experiments are run by maintainers (``python -m course_utils.tooling.experiments``)
+The long experiments are run by maintainers (``python -m course_utils.studies.experiments``)
 and stored in ``data/results/<name>.json``; ``load_result(name)`` reads one. Every plotting
 function draws on the given ``ax`` (or a new figure) and returns the figure.
 """

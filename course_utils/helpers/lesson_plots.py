@@ -3,7 +3,7 @@
 Every weight map uses the fixed 0-1 colour scale unless a function says otherwise. Also here: the
 numbers one of them plots (``anti_diagonal_offsets``, lesson 04's peak offsets) and lesson 04's diagram
 of the score network drawn with boxes and arrows (``diagram_additive_score``; one decoder step is a
-drawing of ``tooling/drawings``).
+drawing of ``authoring/drawings``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The course's colours: one for queries, one for keys, one for values, and a few neutrals.
 
 Every heatmap (``plot_attention``: query axis in ``QUERY``, key axis in ``KEY``) and every
-drawing (``python -m course_utils.tooling.drawings``) takes its colours from here, so that a
+drawing (``python -m course_utils.authoring.drawings``) takes its colours from here, so that a
 reader learns them once: **queries blue, keys orange, values green**.
 
 Each role has a ``strong`` colour (lines, arrows, text) and a ``light`` tint (the fill of a box

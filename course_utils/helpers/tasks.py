@@ -6,7 +6,7 @@ A student notebook holds task functions whose body is a stub::
         raise NotImplementedError("Your turn: replace this line with your code.")
 
 A later cell that *uses* ``causal_mask`` would stop Run All with a traceback. The student
-generator (``course_utils.tooling.student_versions``) therefore starts every such cell with a
+generator (``course_utils.authoring.student_versions``) therefore starts every such cell with a
 comment that names what it needs::
 
     # needs task 1 (causal_mask)

@@ -15,7 +15,7 @@ with the global random state forked, the model goes back to training mode after 
 is not counted as training time. ``early_stop`` is such a callback.
 
 Training record: where the environment variable ``COURSE_TRAINING_LOG`` names a file, every run
-appends one JSON line to it (``write_record``); ``python -m course_utils.tooling.nbtools benchmark``
+appends one JSON line to it (``write_record``); ``python -m course_utils.authoring.nbtools benchmark``
 reads them.
 """
 

@@ -35,9 +35,9 @@ from contextlib import suppress
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from .grade_exercises import Exercise, exercises, load_check
-from .grade_judge import Context, grade_submission
-from .grade_sandbox import Limits, become_subreaper, copy_package, detect, end_tree, kill_user
+from .exercises import Exercise, exercises, load_check
+from .judge import Context, grade_submission
+from .sandbox import Limits, become_subreaper, copy_package, detect, end_tree, kill_user
 
 FIXED_COLUMNS = ["submission", "exercise", "correct", "tasks"]
 FLAGS = "flags"
@@ -232,7 +232,7 @@ def _show_progress(done: int, total: int, result: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .grade_report import write_reports
+    from .report import write_reports
 
     parser = argparse.ArgumentParser(prog="course-grade", description=__doc__.split("\n")[0])
     parser.add_argument("submissions", type=Path, help="folder with the submitted notebooks (searched recursively)")

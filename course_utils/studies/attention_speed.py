@@ -8,7 +8,7 @@ seconds of this process (``time.process_time``: user and system, page faults inc
 time: on a shared machine the wall clock also counts the time other programs held the core.
 The course's goal (issue 26): at most 3x at T = 1024.
 
-    python -m course_utils.tooling.attention_speed          # T = 1024, B = 1, h = 8, d_k = 64
+    python -m course_utils.studies.attention_speed          # T = 1024, B = 1, h = 8, d_k = 64
 """
 
 from __future__ import annotations

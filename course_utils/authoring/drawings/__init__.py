@@ -7,10 +7,10 @@ topic: ``attention`` (01, 03, 05), ``architectures`` (04, 09b, 11), ``inference`
 ``circuits`` (07b). ``embed`` puts a drawing into a notebook where a ``<!-- drawing: NAME -->``
 marker line asks for it; ``commands`` is the command line:
 
-    python -m course_utils.tooling.drawings                  # write notebooks/figures/NAME.svg
-    python -m course_utils.tooling.drawings --check          # exit 1 if a file or an embedded copy is stale
-    python -m course_utils.tooling.drawings --embed [NB ...] # insert/refresh drawings at their markers
-    python -m course_utils.tooling.drawings --list           # the drawings, their notebooks and alt texts
+    python -m course_utils.authoring.drawings                  # write notebooks/figures/NAME.svg
+    python -m course_utils.authoring.drawings --check          # exit 1 if a file or an embedded copy is stale
+    python -m course_utils.authoring.drawings --embed [NB ...] # insert/refresh drawings at their markers
+    python -m course_utils.authoring.drawings --list           # the drawings, their notebooks and alt texts
 """
 
 from .registry import NAMES, Drawing, drawings

@@ -5,11 +5,11 @@ here once and stored as small JSON files in ``data/results/``; the notebooks rea
 plot them (``course_utils.helpers.exploration_plots.load_result``). Run from the
 repository root:
 
-    python -m course_utils.tooling.experiments list
-    python -m course_utils.tooling.experiments run heads_long        # one experiment
-    python -m course_utils.tooling.experiments run all               # every experiment (about 30 min on 2 busy cores)
-    python -m course_utils.tooling.experiments run heads_long --seeds 1  # one seed, into heads_long.seed1.part.json
-    python -m course_utils.tooling.experiments merge heads_long      # join the .part.json files of the seeds
+    python -m course_utils.studies.experiments list
+    python -m course_utils.studies.experiments run heads_long        # one experiment
+    python -m course_utils.studies.experiments run all               # every experiment (about 30 min on 2 busy cores)
+    python -m course_utils.studies.experiments run heads_long --seeds 1  # one seed, into heads_long.seed1.part.json
+    python -m course_utils.studies.experiments merge heads_long      # join the .part.json files of the seeds
 
 Running the seeds as separate processes (``--seeds``, then ``merge``) uses several cores.
 
@@ -259,7 +259,7 @@ def run(name: str, write: bool = True, part: str = "", **kwargs) -> dict:
         raise ValueError(f"unknown experiment {name!r}; known: {sorted(EXPERIMENTS)}")
     torch.set_num_threads(1)
     start = time.perf_counter()
-    result = {"experiment": name, "command": f"python -m course_utils.tooling.experiments run {name}",
+    result = {"experiment": name, "command": f"python -m course_utils.studies.experiments run {name}",
               "torch": torch.__version__.split("+")[0], "machine": platform.machine(),
               **EXPERIMENTS[name](**kwargs)}
     result["minutes"] = round((time.perf_counter() - start) / 60, 1)
@@ -289,7 +289,7 @@ def merge(name: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.experiments", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course_utils.studies.experiments", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the experiments")
     run_parser = sub.add_parser("run", help="run experiments and write data/results/<name>.json")

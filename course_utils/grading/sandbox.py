@@ -34,7 +34,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from .grade_worker import START, bootstrap
+from .worker import START, bootstrap
 
 PACKAGE = Path(__file__).resolve().parents[1]
 INSIDE_PACKAGE, INSIDE_FOLDER = "/grader/package", "/submission"
@@ -304,7 +304,7 @@ def _probe(iso: Isolation, run_dir: Path, package: Path) -> str:
     folder.mkdir(exist_ok=True)
     if iso.uids:
         os.chown(folder, iso.uids[0], iso.uids[0])
-    argv, env = worker_command(iso, 0, folder, package, then="import torch, course_utils.helpers.checkers.transport\n")
+    argv, env = worker_command(iso, 0, folder, package, then="import torch, course_utils.grading.transport\n")
     try:
         done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, timeout=120,
                               preexec_fn=preexec(iso, 0, Limits()))

@@ -2,11 +2,11 @@
 
 Run from the repository root:
 
-    python -m course_utils.tooling.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
-    python -m course_utils.tooling.nbtools execute --jobs 2         # the same, two notebooks at a time
-    python -m course_utils.tooling.nbtools students [SOLUTION ...]  # only regenerate + run student versions
-    python -m course_utils.tooling.nbtools benchmark [NOTEBOOK ...] # time, memory, trainings (tooling/benchmark.py)
-    python -m course_utils.tooling.nbtools benchmark --pytest       # and the README's pytest in a fresh clone
+    python -m course_utils.authoring.nbtools execute [NOTEBOOK ...]   # re-run in place (default: all, then students)
+    python -m course_utils.authoring.nbtools execute --jobs 2         # the same, two notebooks at a time
+    python -m course_utils.authoring.nbtools students [SOLUTION ...]  # only regenerate + run student versions
+    python -m course_utils.authoring.nbtools benchmark [NOTEBOOK ...] # time, memory, trainings (authoring/benchmark.py)
+    python -m course_utils.authoring.nbtools benchmark --pytest       # and the README's pytest in a fresh clone
 
 Exercise notebooks have one source of truth, ``notebooks/solutions/NN_name.ipynb``; their
 student versions in ``notebooks/`` are generated from it (``student_versions``) and stored
@@ -31,7 +31,7 @@ SOLUTIONS = NOTEBOOKS / "solutions"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 CELL_TIMEOUT = 600
 # Where the course lives on GitHub: the Binder and Colab links and the Colab set-up cell use it.
-# A fork changes these two lines and runs `python -m course_utils.tooling.nbtools execute`.
+# A fork changes these two lines and runs `python -m course_utils.authoring.nbtools execute`.
 REPOSITORY = "attention-course/attention-mechanisms"
 BRANCH = "main"
 BADGES_TAG, COLAB_TAG = "course-badges", "colab-setup"
@@ -193,7 +193,7 @@ def _paths(args: list[str]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.nbtools", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course_utils.authoring.nbtools", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["execute", "students", "benchmark"])
     parser.add_argument("notebooks", nargs="*", help="notebook paths (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once by execute/students (default 1)")

@@ -21,7 +21,7 @@ import os
 import sys
 import types
 
-START = "from course_utils.tooling.grade_worker import serve_submission\nserve_submission()\n"
+START = "from course_utils.grading.worker import serve_submission\nserve_submission()\n"
 DROP = (  # run as root inside the sandbox: become the job slot's own user first (no new privileges, no groups)
     "import ctypes\n"
     "ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)\n"
@@ -80,8 +80,8 @@ def serve_submission() -> None:
     for fd in (0, 1, 2):
         os.dup2(quiet, fd)
     sys.argv = ["submission"]
-    from ..helpers.checkers import transport  # noqa: F401 - before the student's code runs
-    from .grade_channel import Endpoint
+    from . import transport  # noqa: F401 - before the student's code runs
+    from .channel import Endpoint
 
     try:
         from ..helpers.checkers import fixtures

@@ -1,7 +1,7 @@
 """How long the notebooks take, what each training costs, and how long the README's ``pytest`` runs.
 
-    python -m course_utils.tooling.nbtools benchmark [NOTEBOOK ...]   # default: every notebook
-    python -m course_utils.tooling.nbtools benchmark --pytest         # also time `pytest` in a fresh clone
+    python -m course_utils.authoring.nbtools benchmark [NOTEBOOK ...]   # default: every notebook
+    python -m course_utils.authoring.nbtools benchmark --pytest         # also time `pytest` in a fresh clone
 
 Each notebook (lesson, solution and student version alike) runs top to bottom in a fresh kernel of
 this environment, pinned to one core (``taskset -c 0`` where it exists; ``seed_everything`` pins
@@ -9,7 +9,7 @@ PyTorch to one thread), on the CPU, with nothing stored from an earlier run (the
 training cache). Its client and kernel run in a child process whose resource usage is read when it
 ends: wall seconds, CPU seconds of client and kernel together, and the peak memory of the larger.
 Every training appends its record to a log (``COURSE_TRAINING_LOG``, see ``models/training.py``),
-from which the second table is made. Prints Markdown: ``tooling/guide.py`` reads the first table
+from which the second table is made. Prints Markdown: ``authoring/guide.py`` reads the first table
 (its first three columns). A benchmark is not a test: nothing here asserts a time.
 """
 
@@ -33,7 +33,7 @@ import sys
 sys.modules["rfc3987_syntax"] = None  # jsonschema's optional IRI check: 0.8 s of CPU at import, never used by nbformat
 import nbformat
 from nbclient.exceptions import CellExecutionError
-from course_utils.tooling.nbtools import execute
+from .nbtools import execute
 path = sys.argv[1]
 try:
     execute(nbformat.read(path, as_version=4), __import__("pathlib").Path(path).parent)
@@ -93,8 +93,8 @@ def training_table(results: list[dict]) -> str:
 
 
 def attention_ratio() -> str:
-    """The course's attention over PyTorch's fused kernel at T = 1024 (``tooling/attention_speed.py``)."""
-    from .attention_speed import fused_ratio
+    """The course's attention over PyTorch's fused kernel at T = 1024 (``studies/attention_speed.py``)."""
+    from ..studies.attention_speed import fused_ratio
 
     return f"{fused_ratio(1024).ratio:.2f}x without a mask, {fused_ratio(1024, masked=True).ratio:.2f}x with a causal mask"
 

@@ -1,10 +1,10 @@
 """The drawings command: write the SVG files, check them, embed the drawings in notebooks.
 
-    python -m course_utils.tooling.drawings                  # write notebooks/figures/NAME.svg for every drawing
-    python -m course_utils.tooling.drawings --check          # exit 1 if a file or an embedded copy is out of date
-    python -m course_utils.tooling.drawings --embed [NB ...] # insert/refresh drawings at their markers
+    python -m course_utils.authoring.drawings                  # write notebooks/figures/NAME.svg for every drawing
+    python -m course_utils.authoring.drawings --check          # exit 1 if a file or an embedded copy is out of date
+    python -m course_utils.authoring.drawings --embed [NB ...] # insert/refresh drawings at their markers
                                                              # (default: every notebook that has a marker)
-    python -m course_utils.tooling.drawings --list           # name, notebook and alt text of every drawing
+    python -m course_utils.authoring.drawings --list           # name, notebook and alt text of every drawing
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def embed_files(paths: list[Path]) -> dict[Path, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.drawings", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m course_utils.authoring.drawings", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--check", action="store_true", help="exit 1 if a drawing file or embedded copy is stale")
@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in found:
             print(line)
         if found:
-            print("out of date: run `python -m course_utils.tooling.drawings` (files), then "
-                  "`python -m course_utils.tooling.drawings --embed` (notebooks)")
+            print("out of date: run `python -m course_utils.authoring.drawings` (files), then "
+                  "`python -m course_utils.authoring.drawings --embed` (notebooks)")
             return 1
         print(f"{len(drawings())} drawings up to date, in notebooks/figures/ and in every notebook that shows one")
         return 0

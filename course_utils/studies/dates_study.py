@@ -1,7 +1,7 @@
 """The dates task trained as lesson 04b trains it, and the maintainer command that repeats it over seeds.
 
-    python -m course_utils.tooling.dates_study            # seeds 0 1 2, with and without attention
-    python -m course_utils.tooling.dates_study --seeds 0  # one seed
+    python -m course_utils.studies.dates_study            # seeds 0 1 2, with and without attention
+    python -m course_utils.studies.dates_study --seeds 0  # one seed
 
 writes ``data/results/dates_seeds.json``: exact-match and alignment accuracy on the held-out
 set, per written form, for every seed and both models, with the settings and the loss of the
@@ -80,7 +80,7 @@ def run_one(attention: bool, seed: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.dates_study", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course_utils.studies.dates_study", description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"settings": SETTINGS, "forms": list(D.FORM_NAMES), "vocab_size": len(D.VOCAB), "threads": 1,
             "torch": torch.__version__, "machine": platform.machine(),
-            "command": "python -m course_utils.tooling.dates_study --seeds " + " ".join(map(str, args.seeds))}
+            "command": "python -m course_utils.studies.dates_study --seeds " + " ".join(map(str, args.seeds))}
     args.out.write_text(json.dumps({**meta, "runs": runs}, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out.name}")
 

@@ -12,7 +12,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from .grade_exercises import exercises
+from .exercises import exercises
 
 OUTCOMES = ("correct", "wrong", "not done", "crashed", "timed out")
 

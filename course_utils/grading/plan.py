@@ -120,7 +120,7 @@ def make_plan(sources: list[str], names: list[str]) -> Plan:
             tree = ast.parse(code)
         except (SyntaxError, ValueError) as err:  # ValueError: a NUL byte in the source
             plan.broken[cell] = f"{type(err).__name__}: {err.msg if isinstance(err, SyntaxError) else err}"
-            from .grade_exercises import DEFINITION
+            from .exercises import DEFINITION
 
             for a, b in DEFINITION.findall(code):
                 plan.broken_defines.setdefault(a or b, cell)
@@ -199,10 +199,10 @@ def _grams(tokens: list[str], k: int = 5) -> set[int]:
 @lru_cache(maxsize=1)
 def course_functions() -> list[tuple[str, int, set[int], str]]:
     """(qualified name, token count, 5-grams, exact shape) of every function of the package a student could copy:
-    not the tooling, and not the checkers, whose reference answers are what a right answer naturally looks like."""
+    not the maintainers' rooms (authoring, studies, grading), and not the checkers, whose reference answers are what a right answer naturally looks like."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if "tooling" in path.parts or "checkers" in path.parts or "__pycache__" in path.parts:
+        if {"authoring", "studies", "grading", "checkers"} & set(path.parts) or "__pycache__" in path.parts:
             continue
         module = ".".join(("course_utils", *path.relative_to(PACKAGE).with_suffix("").parts))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -5,7 +5,7 @@ explains the drawing), the line::
 
     <!-- drawing: qkv_projection -->
 
-and ``python -m course_utils.tooling.drawings --embed NOTEBOOK`` puts the drawing on the next line,
+and ``python -m course_utils.authoring.drawings --embed NOTEBOOK`` puts the drawing on the next line,
 as an HTML image whose source is the SVG itself (a ``data:`` URL) and whose ``alt`` is the drawing's
 alt text from the registry::
 

@@ -1,10 +1,10 @@
 """Fill the generated parts of INSTRUCTORS.md: the notebook table and what each exercise's checkers catch.
 
-    python -m course_utils.tooling.guide                              # reading times, checkers; keeps run times
-    python -m course_utils.tooling.guide --run notebooks/01_*.ipynb   # benchmark these notebooks first
-    python -m course_utils.tooling.guide --benchmark bench.md         # or read a saved benchmark table
+    python -m course_utils.authoring.guide                              # reading times, checkers; keeps run times
+    python -m course_utils.authoring.guide --run notebooks/01_*.ipynb   # benchmark these notebooks first
+    python -m course_utils.authoring.guide --benchmark bench.md         # or read a saved benchmark table
 
-Run times come from ``nbtools benchmark`` (``tooling/benchmark.py``; the first three columns of its
+Run times come from ``nbtools benchmark`` (``authoring/benchmark.py``; the first three columns of its
 first table: wall seconds on one core and peak memory per notebook; for an exercise, its solution
 notebook is what a finished student notebook costs).
 A notebook not measured yet keeps its previous figure, or shows TO BE MEASURED. Reading time is
@@ -134,7 +134,7 @@ def replace_between(text: str, markers: tuple[str, str], body: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.tooling.guide", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course_utils.authoring.guide", description=__doc__.split("\n")[0])
     parser.add_argument("--run", nargs="*", type=Path, default=[], help="benchmark these notebooks now")
     parser.add_argument("--benchmark", type=Path, help="a saved `nbtools benchmark` table")
     args = parser.parse_args(argv)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..helpers.checkers.transport import (
+from .transport import (
     MAX_BYTES, ChannelClosed, Codec, TimedOut, TransportError, pack, remote_from, unpack)
 
 

@@ -26,11 +26,11 @@ from pathlib import Path
 import nbformat
 from nbformat.reader import NotJSONError
 
-from ..helpers.checkers.transport import ChannelClosed, TimedOut, remote_from
-from .grade_channel import Endpoint
-from .grade_exercises import Exercise, Invalid, code_sources, identify, load_check
-from .grade_plan import Plan, copied_from, make_plan, twin_calls
-from .grade_sandbox import Isolation, Limits, end_worker, spawn
+from .transport import ChannelClosed, TimedOut, remote_from
+from .channel import Endpoint
+from .exercises import Exercise, Invalid, code_sources, identify, load_check
+from .plan import Plan, copied_from, make_plan, twin_calls
+from .sandbox import Isolation, Limits, end_worker, spawn
 
 MAX_NOTEBOOK_BYTES = 32 * 2**20
 TWIN_HINT = ("calls the course's own {name}: write it yourself (the course's version is what your function is "

@@ -1,7 +1,7 @@
 """Lesson 07b's trainings repeated over seeds: the maintainer command behind its three-seed claims.
 
-    python -m course_utils.tooling.induction_study            # seeds 0 1 2
-    python -m course_utils.tooling.induction_study --seeds 0  # one seed, printed, nothing written
+    python -m course_utils.studies.induction_study            # seeds 0 1 2
+    python -m course_utils.studies.induction_study --seeds 0  # one seed, printed, nothing written
 
 writes ``data/results/induction_seeds.json``: the settings, and for every seed the three trainings of
 the lesson, each exactly as the notebook runs it (``seed_everything(seed)`` before the model is made,

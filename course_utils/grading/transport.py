@@ -21,7 +21,7 @@ changed in place are changed on the caller's side too (:func:`settle`).
 Malformed or oversized input raises :class:`TransportError` (a ``ValueError``). A side that stops
 answering raises :class:`ChannelClosed` (:class:`TimedOut` past the deadline): ``BaseException``s
 that a checker's ``except Exception`` never takes for the student's error. The pipes and the
-message loop: ``course_utils.tooling.grade_channel``.
+message loop: ``course_utils.grading.channel``.
 """
 
 from __future__ import annotations

@@ -1,1 +1,0 @@
-"""Maintainers' tooling (refreshing outputs, student versions, benchmarks). No notebook imports it."""
