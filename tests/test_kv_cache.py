@@ -9,8 +9,8 @@ from course_utils.models.kv_cache import (
     forward_with_cache,
     generate_cached,
     kv_cache_bytes,
-    rotary_lm,
 )
+from course_utils.models.rotary import rotary_lm
 from course_utils.models.language_model import CausalLM, generate, stepwise_logits
 
 

@@ -7,7 +7,7 @@ import torch
 
 from course_utils.core.multihead import MultiHeadAttention
 from course_utils.core.rope import RotaryMultiHeadAttention, apply_rope, rope_angles, rope_rotation_matrix
-from course_utils.models.kv_cache import rotary_lm
+from course_utils.models.rotary import rotary_lm
 from course_utils.models.language_model import CausalLM
 
 

@@ -25,7 +25,7 @@ from torch import nn
 
 from course_utils.core import attention, masks, metrics, multihead, positions, rope, scores, sparse, tiled_attention
 from course_utils.core import transformer
-from course_utils.models import dates, head_task, kv_cache, language_model, recall_task, seq2seq, seq2seq_data
+from course_utils.models import dates, head_task, kv_cache, language_model, recall_task, rotary, seq2seq, seq2seq_data
 from course_utils.models.data_files import data_path, load_token_features
 
 NAN, INF = float("nan"), float("inf")
@@ -75,6 +75,7 @@ DATE_DATA = dates.to_data(EXAMPLES)
 DATE_MODEL = seq2seq.Seq2SeqWithAttention(len(dates.VOCAB), 8, 8, 8)
 PRED, WEIGHTS = dates.decode_with_weights(DATE_MODEL, DATE_DATA)
 LM = language_model.CausalLM(11, 12, d_model=8, num_heads=2, num_layers=1).eval()
+ROPE_LM = rotary.rotary_lm(11, 12, d_model=8, num_heads=2, num_layers=1).eval()
 OTHER_LM = language_model.CausalLM(11, 12, d_model=8, num_heads=2, num_layers=1).eval()
 _, OTHER_CACHE = kv_cache.forward_with_cache(OTHER_LM, torch.zeros(1, 2, dtype=torch.long))
 _, CACHE2 = kv_cache.forward_with_cache(LM, torch.zeros(2, 2, dtype=torch.long))
@@ -233,8 +234,18 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
         "num_new": COUNT, "temperature": NONNEG_FLOAT, "generator": GENERATOR, "return_logits": BOOL}),
     "count_positions": (lambda model: kv_cache.count_positions(model).__enter__(), dict(model=LM), {
         "model": [nn.Linear(2, 2), None]}),
-    "rotary_lm": (kv_cache.rotary_lm, dict(vocab_size=5, max_len=8, d_model=8, num_heads=2, num_layers=1), {
+    # --- models/rotary.py ------------------------------------------------------------------------------------
+    "rotary_lm": (rotary.rotary_lm, dict(vocab_size=5, max_len=8, d_model=8, num_heads=2, num_layers=1), {
         "vocab_size": COUNT, "max_len": COUNT, "positions": ["learned", "sinusoidal"]}),
+    "apply_rope_halves": (rotary.apply_rope_halves, dict(x=torch.zeros(3, 4), offset=0), {
+        "x": [torch.zeros(3, 5), torch.zeros(4), torch.zeros(3, 4, dtype=torch.long), [[0.0] * 4] * 3],
+        "offset": [-1, 1.5, "0", None], "base": [0.0, -1.0, float("nan"), "1e4"]}),
+    "halves_permutation": (rotary.halves_permutation, dict(d=4), {"d": [0, -2, 3, 2.0, "4", None]}),
+    "run_with_layout": (rotary.run_with_layout, dict(model=ROPE_LM, layout="halves"), {
+        "model": [nn.Linear(2, 2), LM], "layout": ["half", "", None, 1]}),
+    "to_layout": (rotary.to_layout, dict(model=ROPE_LM, layout="halves"), {
+        "model": [nn.Linear(2, 2), LM], "layout": ["interleaved", None]}),
+    "layout_of": (rotary.layout_of, dict(model=ROPE_LM), {"model": [nn.Linear(2, 2), LM]}),
     # --- models/seq2seq_data.py ------------------------------------------------------------------------------
     "argmax_offset_share": (seq2seq_data.argmax_offset_share, dict(weights=torch.full((2, 4, 5), 0.2),
                                                                   lengths=torch.tensor([3, 4]), offset=0), {

@@ -96,7 +96,11 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
         self._check_inputs(query, key, value)
         if isinstance(mask, Tensor) and mask.dim() == 3:
             mask = mask.unsqueeze(1)
-        Q = apply_rope(self.split_heads(self.W_q(query)), base=self.base)  # (B, h, n, d_k)
-        K = apply_rope(self.split_heads(self.W_k(key)), base=self.base)  # (B, h, m, d_k)
+        Q = self.rotate(self.split_heads(self.W_q(query)))  # (B, h, n, d_k)
+        K = self.rotate(self.split_heads(self.W_k(key)))  # (B, h, m, d_k)
         heads, weights = scaled_dot_product_attention(Q, K, self.split_heads(self.W_v(value)), mask)
         return self.W_o(self.merge_heads(heads)), weights
+
+    def rotate(self, x: Tensor, offset: int = 0) -> Tensor:
+        """``apply_rope`` of ``x (B, h, T, d_k)`` at positions ``offset..``; a KV cache calls it too."""
+        return apply_rope(x, offset=offset, base=self.base)

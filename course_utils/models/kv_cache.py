@@ -1,4 +1,4 @@
-"""Generation with a KV cache for the course's ``CausalLM``, and a RoPE variant of that model.
+"""Generation with a KV cache for the course's ``CausalLM`` (sinusoidal, learned or rotary positions).
 
 Without a cache, ``generate`` runs the whole sequence through the model at every step. In a
 causal model the keys and values of a position never change once it is computed (later tokens
@@ -8,7 +8,7 @@ cached. ``generate_cached`` is ``generate`` built on it; both give the same toke
 
 Shapes: ``B`` batch, ``s`` new tokens, ``t`` cached positions, ``h`` heads, ``d_k`` features
 per head, ``L`` layers, ``V`` vocabulary size. Used in notebook 15 (where the student writes the
-attention step); ``rotary_lm`` in notebook 17.
+attention step); with a RoPE model (``models/rotary.py``) in notebook 17.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from ..core.attention import scaled_dot_product_attention
 from ..core.positions import LearnedPositionalEmbedding, sinusoidal_positional_encoding
-from ..core.rope import RotaryMultiHeadAttention, apply_rope
+from ..core.rope import RotaryMultiHeadAttention
 from ..core.validation import (
     require_bool, require_float_dtype, require_generator, require_index_range, require_instance, require_positive,
     require_positive_float, require_tensor, shape_of,
@@ -135,7 +135,7 @@ def forward_with_cache(model: CausalLM, tokens: Tensor, cache: KVCache | None = 
         h = block.norm1(x)  # CausalLM's blocks are pre-norm
         q, k, v = (attn.split_heads(W(h)) for W in (attn.W_q, attn.W_k, attn.W_v))  # (B, h, s, d_k) each
         if isinstance(attn, RotaryMultiHeadAttention):
-            q, k = apply_rope(q, offset=t, base=attn.base), apply_rope(k, offset=t, base=attn.base)
+            q, k = attn.rotate(q, offset=t), attn.rotate(k, offset=t)  # either RoPE layout
         if cache.keys:
             k, v = torch.cat([cache.keys[layer], k], dim=-2), torch.cat([cache.values[layer], v], dim=-2)
         new.keys.append(k)  # (B, h, t + s, d_k)
@@ -199,21 +199,3 @@ def count_positions(model: CausalLM) -> Iterator[list[int]]:
         yield count
     finally:
         handle.remove()
-
-
-def rotary_lm(vocab_size: int, max_len: int, **kwargs) -> CausalLM:
-    """A ``CausalLM`` with RoPE instead of added positions: no position encoding on the input, and every
-    block's attention a ``RotaryMultiHeadAttention`` holding the same weights.
-
-    Built from ``CausalLM(..., positions="sinusoidal", **kwargs)``, so with the same seed its
-    parameters equal those of the sinusoidal model: the two differ only in how position enters. Used in notebook 17.
-    """
-    if "positions" in kwargs:
-        raise ValueError("rotary_lm sets the positions itself; do not pass positions=")
-    model = CausalLM(vocab_size, max_len, positions="sinusoidal", **kwargs)
-    model.position = nn.Identity()
-    for block in model.blocks:
-        rotary = RotaryMultiHeadAttention(block.attn.d_model, block.attn.num_heads)
-        rotary.load_state_dict(block.attn.state_dict())
-        block.attn = rotary.to(block.attn.W_q.weight.device)
-    return model
