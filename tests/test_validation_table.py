@@ -25,7 +25,8 @@ from torch import nn
 
 from course_utils.core import attention, masks, metrics, multihead, positions, rope, scores, sparse, tiled_attention
 from course_utils.core import transformer
-from course_utils.models import dates, head_task, kv_cache, language_model, recall_task, rotary, seq2seq, seq2seq_data
+from course_utils.models import dates, head_task, inference_caches, kv_cache, language_model, recall_task, rotary
+from course_utils.models import seq2seq, seq2seq_data
 from course_utils.models.data_files import data_path, load_token_features
 
 NAN, INF = float("nan"), float("inf")
@@ -76,6 +77,9 @@ DATE_MODEL = seq2seq.Seq2SeqWithAttention(len(dates.VOCAB), 8, 8, 8)
 PRED, WEIGHTS = dates.decode_with_weights(DATE_MODEL, DATE_DATA)
 LM = language_model.CausalLM(11, 12, d_model=8, num_heads=2, num_layers=1).eval()
 ROPE_LM = rotary.rotary_lm(11, 12, d_model=8, num_heads=2, num_layers=1).eval()
+STEP = dict(q_new=torch.zeros(1, 2, 3, 4), k_new=torch.zeros(1, 2, 3, 4), v_new=torch.zeros(1, 2, 3, 5))  # (B, h, s, d)
+STEP_BAD = {name: [torch.zeros(2, 3, 4), torch.zeros(1, 2, 3, 4, dtype=torch.long), [[0.0]], torch.zeros(1, 2, 0, 4),
+                   torch.zeros(1, 3, 3, 4)] for name in STEP}  # wrong ndim, integers, a list, no positions, other h
 OTHER_LM = language_model.CausalLM(11, 12, d_model=8, num_heads=2, num_layers=1).eval()
 _, OTHER_CACHE = kv_cache.forward_with_cache(OTHER_LM, torch.zeros(1, 2, dtype=torch.long))
 _, CACHE2 = kv_cache.forward_with_cache(LM, torch.zeros(2, 2, dtype=torch.long))
@@ -234,6 +238,12 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
         "num_new": COUNT, "temperature": NONNEG_FLOAT, "generator": GENERATOR, "return_logits": BOOL}),
     "count_positions": (lambda model: kv_cache.count_positions(model).__enter__(), dict(model=LM), {
         "model": [nn.Linear(2, 2), None]}),
+    # --- models/inference_caches.py --------------------------------------------------------------------------
+    "sliding_window_mask": (inference_caches.sliding_window_mask, dict(n=4, window=2), {"n": COUNT, "window": COUNT}),
+    "PreallocatedKVCache": (inference_caches.PreallocatedKVCache, dict(max_len=4), {"max_len": COUNT}),
+    "SlidingWindowKVCache": (inference_caches.SlidingWindowKVCache, dict(window=2), {"window": COUNT}),
+    "PreallocatedKVCache.attend": (lambda **kw: inference_caches.PreallocatedKVCache(4).attend(**kw), STEP, STEP_BAD),
+    "SlidingWindowKVCache.attend": (lambda **kw: inference_caches.SlidingWindowKVCache(2).attend(**kw), STEP, STEP_BAD),
     # --- models/rotary.py ------------------------------------------------------------------------------------
     "rotary_lm": (rotary.rotary_lm, dict(vocab_size=5, max_len=8, d_model=8, num_heads=2, num_layers=1), {
         "vocab_size": COUNT, "max_len": COUNT, "positions": ["learned", "sinusoidal"]}),
@@ -245,6 +255,10 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
         "model": [nn.Linear(2, 2), LM], "layout": ["half", "", None, 1]}),
     "to_layout": (rotary.to_layout, dict(model=ROPE_LM, layout="halves"), {
         "model": [nn.Linear(2, 2), LM], "layout": ["interleaved", None]}),
+    "HalvesRotaryMultiHeadAttention": (rotary.HalvesRotaryMultiHeadAttention, dict(d_model=8, num_heads=2), {
+        "d_model": COUNT + [6], "num_heads": COUNT, "base": POS_FLOAT}),
+    "HalvesRotaryMultiHeadAttention.rotate": (rotary.HalvesRotaryMultiHeadAttention(8, 2).rotate, dict(x=torch.zeros(1, 2, 3, 4)), {
+        "x": [torch.zeros(1, 2, 3, 5), torch.zeros(3, dtype=torch.long), [[0.0]]], "offset": COUNT0}),
     "layout_of": (rotary.layout_of, dict(model=ROPE_LM), {"model": [nn.Linear(2, 2), LM]}),
     # --- models/seq2seq_data.py ------------------------------------------------------------------------------
     "argmax_offset_share": (seq2seq_data.argmax_offset_share, dict(weights=torch.full((2, 4, 5), 0.2),
@@ -407,7 +421,7 @@ def test_every_public_function_is_in_the_table():
     import inspect
 
     modules = [attention, masks, metrics, multihead, positions, rope, scores, sparse, tiled_attention, transformer,
-               dates, kv_cache, seq2seq, seq2seq_data, head_task, language_model, recall_task]
+               dates, kv_cache, inference_caches, rotary, seq2seq, seq2seq_data, head_task, language_model, recall_task]
     skipped = {"train_heads_model", "train_lm", "train_recall",  # the training functions: helper "lean"'s
                "DateExample", "KVCache", "ReversalData", "DateData", "ToyBatch",  # plain records: their methods are in
                "token_ids"}  # the shared check behind decode / to_tokens / pad_batch / reversal_target
