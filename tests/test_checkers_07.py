@@ -14,6 +14,7 @@ from course_utils.helpers.checkers import (
     check_classify_heads,
     check_head_entropy,
     check_head_mean_distance,
+    head_patterns,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -262,3 +263,23 @@ def test_a_crash_is_reported_without_traceback(capsys):
     assert not check_head_entropy(lambda w: w @ np.ones(3))
     out = capsys.readouterr().out
     assert out.startswith("[try again] head_entropy:") and "raised" in out and "Traceback" not in out
+
+
+# --- found in review (issue 24): n != m for the entropy, and the shape in the hint ---------------------------
+
+
+def test_07_every_entropy_case_has_n_different_from_m():
+    for seed in range(10):
+        assert all(w.shape[-2] != w.shape[-1] for w in head_patterns._entropy_inputs(seed))
+
+
+def test_07_summing_over_the_queries_instead_of_the_keys_fails_by_name(capsys):
+    for seed in (0, 1):
+        result = check_head_entropy(lambda w: -torch.xlogy(w, w).sum(-2).mean(-1).mean(0), seed=seed)
+        assert result.status == "wrong" and "averaged over the keys" in result.message, result.message
+
+
+def test_07_the_shape_hint_prints_the_real_shape(capsys):
+    result = check_head_entropy(lambda w: -torch.xlogy(w, w).sum(-1).mean(0), seed=0)  # (h, n): one value per query
+    B, h, n, m = head_patterns._entropy_inputs(0)[0].shape
+    assert f"({B}, {h}, {n}, {m}) (B, h, n, m)" in result.hint and n != m

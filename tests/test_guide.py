@@ -1,4 +1,4 @@
-"""The instructor guide's generated table (course_utils/authoring/guide.py)."""
+"""The generated tables of the instructor guide and the README (course_utils/authoring/guide.py, from the course map)."""
 
 import pytest
 
@@ -27,3 +27,21 @@ def test_a_benchmark_keeps_01_and_01b_apart_and_prefers_the_solution():
 def test_a_file_that_is_not_a_course_notebook_is_refused():
     with pytest.raises(ValueError, match="starts with its number"):
         guide.notebook_key("notes.ipynb")
+
+
+def test_the_instructor_guides_table_is_up_to_date():
+    text = guide.GUIDE.read_text(encoding="utf-8")
+    expected = guide.notebook_table(guide.current_runtimes(text))
+    assert guide.between(text, guide.TABLE) == expected, (
+        "INSTRUCTORS.md's notebook table differs from the course map: run `python -m course_utils.authoring.guide`")
+
+
+def test_the_readmes_table_is_up_to_date_and_read_by_the_site():
+    from course_utils.authoring import site
+
+    text = guide.README.read_text(encoding="utf-8")
+    assert guide.between(text, guide.TABLE) == guide.readme_table(), (
+        "README.md's notebook table differs from the course map: run `python -m course_utils.authoring.guide`")
+    rows = site.readme_rows(text)
+    assert [row.path for row in rows] == [f"notebooks/{e.stem}.ipynb" for e in guide.NOTEBOOKS]
+    assert all(row.teaches for row in rows)

@@ -2,8 +2,10 @@
 
 Each expected value is computed here from the definitions, independently of the code under test;
 the tests then check (1) that `course_utils` and PyTorch give the same numbers, (2) that the
-notebook's stored outputs state these numbers, and (3) that the numbers printed in the course
-material, which the notebook calls wrong, really differ from them.
+notebook's stored outputs state these numbers, and (3) that the numbers printed in the lecture
+material, which the notebook calls wrong, really differ from them. The documents are named by their
+own titles, as in INSTRUCTORS.md's "Where the lecture material is wrong": the theory notes
+"Attention Mechanisms" and the slides "The Attention Mechanism".
 """
 
 import json
@@ -73,7 +75,7 @@ def assert_stated(outputs, values, digits=4):
         assert any(re.search(p, outputs) for p in patterns), f"{v:.{digits}f} not in the notebook's outputs"
 
 
-# --- theory notes 4.3: 3 queries x 4 keys -------------------------------------------------------
+# --- "Attention Mechanisms" (theory notes), section 4.3: 3 queries x 4 keys ---------------------------------
 
 Q1 = [[1, 0], [0, 1], [1, 1]]
 K1 = [[1, 0], [0, 1], [1, 1], [0, 0]]
@@ -98,7 +100,7 @@ def test_notes_3x4_printed_row_is_wrong_and_notebook_states_the_right_one(stored
     assert_stated(stored_outputs, [x for row in w for x in row] + out[0])
 
 
-# --- lecture slides: 2 tokens ---------------------------------------------------------------------
+# --- "The Attention Mechanism" (slides): 2 tokens -----------------------------------------------------------
 
 Q2 = [[1, 0], [0, 1]]
 K2 = [[1, 1], [2, 0]]
@@ -116,7 +118,7 @@ def test_slides_two_tokens(stored_outputs):
     assert_stated(stored_outputs, out[1], digits=3)  # the row the slides leave as "..."
 
 
-# --- lecture slides: "the cat slept" (unscaled dot product) ---------------------------------------
+# --- "The Attention Mechanism" (slides): "the cat slept" (unscaled dot product) -----------------------------
 
 H = [[1.0, 0.0], [0.0, 1.0], [0.2, 0.1]]
 S_T = [0.1, 0.9]
@@ -134,7 +136,7 @@ def test_the_cat_slept(stored_outputs):
     assert_stated(stored_outputs, w + context)
 
 
-# --- lecture slides: Bahdanau term by term ----------------------------------------------------------
+# --- "The Attention Mechanism" (slides): Bahdanau term by term ----------------------------------------------
 
 
 def test_bahdanau_score(stored_outputs):
@@ -154,7 +156,7 @@ def test_bahdanau_score(stored_outputs):
     assert_stated(stored_outputs, [e])
 
 
-# --- lecture slides: softmax numbers of the sqrt(d_k) part and the causal mask ---------------------
+# --- "The Attention Mechanism" (slides): softmax numbers of the sqrt(d_k) part and the causal mask ----------
 
 
 def test_temperature_rows_differ_from_the_slides(stored_outputs):

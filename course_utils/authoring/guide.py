@@ -1,6 +1,7 @@
-"""Fill the generated parts of INSTRUCTORS.md: the notebook table and what each exercise's checkers catch.
+"""Fill the generated parts of INSTRUCTORS.md (the notebook table, what each exercise's checkers catch) and
+the README's notebook table, from the course map (``course_utils/helpers/course_map.py``).
 
-    python -m course_utils.authoring.guide                              # reading times, checkers; keeps run times
+    python -m course_utils.authoring.guide                              # tables, reading times, checkers; keeps run times
     python -m course_utils.authoring.guide --run notebooks/01_*.ipynb   # benchmark these notebooks first
     python -m course_utils.authoring.guide --benchmark bench.md         # or read a saved benchmark table
 
@@ -21,39 +22,15 @@ from pathlib import Path
 
 import nbformat
 
+from ..helpers.course_map import NOTEBOOKS, plain_title
+
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "INSTRUCTORS.md"
-TABLE = ("<!-- notebook-table:start -->", "<!-- notebook-table:end -->")
+README = ROOT / "README.md"
+TABLE = ("<!-- notebook-table:start -->", "<!-- notebook-table:end -->")  # in both files
 CATCHES = ("<!-- checkers:start -->", "<!-- checkers:end -->")
 UNMEASURED = "TO BE MEASURED"
 WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 200, 10
-
-# notebook key ("01", "01b"): (core or optional, prerequisites, learning outcomes)
-PLAN = {
-    "01": ("core", "Python, NumPy, matrix products", "attention as a soft look-up; softmax(QK^T/sqrt(d_k))V in NumPy and PyTorch with a stable softmax, every shape named; worked examples by hand; write one self-attention head Q = XW_Q, K = XW_K, V = XW_V; the O(n^2) cost"),
-    "02": ("core", "01", "read attention heatmaps; tell a real pattern from an artefact of the input"),
-    "03": ("core", "01, 02", "why several heads; write the split into heads, merge back; the reshape that runs and is wrong; count parameters (4d^2 + 4d, any h); one module for self- and cross-attention"),
-    "03b": ("core", "01b, 03", "the same weights in nn.MultiheadAttention; attention dropout; its inverted masks (attn_mask, key_padding_mask) and what goes wrong silently; write the (B*h, n, m) mask for a per-sequence mask"),
-    "01b": ("core", "01", "measure why the scores are divided by sqrt(d_k) (variance, saturation, gradient); padding and causal masks; a masked softmax with no NaN for a fully masked row"),
-    "04": ("core", "01-03, a little of RNNs", "additive (Bahdanau) attention in a GRU encoder-decoder; one decoder step; read where it looks while it writes and measure how far its peaks sit from the anti-diagonal (task: peak_offsets)"),
-    "04b": ("optional", "04", "the same model on dates written eight ways: attention that reorders; alignment accuracy measured against each output character's deciding span"),
-    "05": ("core (exercise)", "01, 03", "write a causal mask and masked attention; test a layer for leaks from the future"),
-    "06": ("core (exercise)", "03, 05", "predict cross-attention shapes; build a cross-attention layer with a padding mask; measure which encoder position each decoder position reads"),
-    "07": ("core (exercise)", "03", "measure heads by attention entropy and mean attention distance; label heads local or global; test the labels by switching heads off"),
-    "07b": ("optional", "02, 05, 07", "why copying from context takes two attention layers (a previous-token head, then an induction head); recognise a phase change in training; measure heads with a previous-token and an induction score (write the induction score); test the circuit by switching heads off; explain the fixed-length trap and why the circuit fails on longer blocks and copies elsewhere"),
-    "08": ("core (exercise)", "04", "token accuracy, exact match and accuracy by length; attention vs no attention as sources grow"),
-    "09": ("core", "03", "why attention ignores order; sinusoidal and learned positions; read a position back off its encoding"),
-    "09b": ("core", "01b, 03, 09", "a post-norm Transformer block from the course's parts, equal to nn.TransformerEncoderLayer; its parameter count; write the pre-norm forward pass; order and the causal mask"),
-    "10": ("optional", "01", "measure softmax saturation without scaling and what it costs in training (3 seeds); sparsemax's threshold and top-k attention"),
-    "11": ("core", "05, 09b", "next-token prediction with causal self-attention; write the next-token distribution at a temperature; generate text from a tiny GPT; see a model without the mask cheat"),
-    "12": ("optional", "07", "compare head counts at a fixed budget over seeds; find where one head fails; what each head does, by entropy and distance"),
-    "13": ("optional", "04", "define closeness to the anti-diagonal and follow it over 10 epochs; where each step's peak sits; stored runs to 100 epochs"),
-    "14": ("optional", "01", "time and memory of attention as the sequence grows; the slope per doubling; fused scaled_dot_product_attention"),
-    "15": ("optional (exercise)", "05, 11", "write the attention step of a KV cache (bottom-right causal mask); cached generation equal to uncached; work and time of a step against context length; build grouped-query attention and measure the smaller cache"),
-    "16": ("optional (exercise)", "01, 14", "a one-pass softmax with a running maximum; attention over key blocks equal to scaled_dot_product_attention; its peak memory against the from-scratch version"),
-    "17": ("optional (exercise)", "09, 11", "write rotary position embeddings; show the score depends only on the offset; RoPE against learned and sinusoidal positions over three seeds, also at twice the trained length"),
-}
-
 
 def reading_minutes(path: Path) -> int:
     """Estimated minutes to read a notebook's prose and code, rounded up to 5."""
@@ -96,18 +73,28 @@ def current_runtimes(guide: str) -> dict[str, str]:
 
 
 def notebook_table(runtimes: dict[str, str]) -> str:
+    """The instructor guide's table: one row per notebook of the course map, with reading and run times."""
     rows = ["| notebook | core or optional | prerequisites | reading (estimate) | run time, peak memory (measured) | learning outcomes |",
             "| --- | --- | --- | ---: | ---: | --- |"]
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]*.ipynb")):
-        number = notebook_key(path.name)
-        if number not in PLAN:
-            raise ValueError(f"{path.name} has no entry in guide.PLAN (core or optional, prerequisites, outcomes)")
-        kind, needs, outcomes = PLAN[number]
-        source = ROOT / "notebooks" / "solutions" / path.name
-        minutes = reading_minutes(source if source.exists() else path)
-        runtime = runtimes.get(number) or UNMEASURED
-        rows.append(f"| `{path.stem}` | {kind} | {needs} | {minutes} min | {runtime} | {outcomes} |")
+    for entry in NOTEBOOKS:
+        minutes = reading_minutes(ROOT / "notebooks" / "solutions" / f"{entry.stem}.ipynb")
+        runtime = runtimes.get(entry.key) or UNMEASURED
+        rows.append(f"| `{entry.stem}` | {entry.kind} | {entry.prerequisites()} | {minutes} min | {runtime} | {entry.outcomes} |")
     return "\n".join(rows)
+
+
+def readme_table() -> str:
+    """The README's table (also the course website's landing page): number, title, what it teaches."""
+    rows = ["| # | notebook | what you learn | core or optional |", "| --- | --- | --- | --- |"]
+    for entry in NOTEBOOKS:
+        link = f"[{plain_title(entry.title)}](notebooks/{entry.stem}.ipynb)"
+        rows.append(f"| {entry.key} | {link} | {entry.outcomes} | {entry.kind} |")
+    return "\n".join(rows)
+
+
+def between(text: str, markers: tuple[str, str]) -> str:
+    """What ``text`` holds between the two marker lines."""
+    return text.split(markers[0], 1)[1].split(markers[1], 1)[0].strip("\n")
 
 
 def checker_catches() -> str:
@@ -118,6 +105,8 @@ def checker_catches() -> str:
         module = importlib.import_module(path.stem)
         banks = [(name, value) for name, value in vars(module).items()
                  if isinstance(value, dict) and "WRONG" in name and value]
+        if not banks:  # checker tests without a bank of named mistakes (cases found in review)
+            continue
         lines.append(f"**{path.stem[-2:]}**: "
                      + sum(len(bank) for _, bank in banks).__str__() + " named mistakes, each rejected with its hint.")
         for name, bank in banks:
@@ -151,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     guide = replace_between(guide, TABLE, notebook_table({k: v for k, v in runtimes.items() if v != UNMEASURED}))
     guide = replace_between(guide, CATCHES, checker_catches())
     GUIDE.write_text(guide, encoding="utf-8")
-    print(f"updated {GUIDE.relative_to(ROOT)}")
+    README.write_text(replace_between(README.read_text(encoding="utf-8"), TABLE, readme_table()), encoding="utf-8")
+    print(f"updated {GUIDE.relative_to(ROOT)} and {README.relative_to(ROOT)}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The README's module table names every module of course_utils (it is how a student finds them)."""
+"""The contributors' guide's module table (CONTRIBUTING.md) names every module of course_utils: it is how a
+newcomer finds them."""
 
 import re
 from pathlib import Path
@@ -6,9 +7,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_every_module_is_in_the_readme_table():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = "\n".join(line for line in readme.splitlines() if line.startswith("| `"))
+def test_every_module_is_in_the_contributors_guide():
+    guide = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    table = "\n".join(line for line in guide.splitlines() if line.startswith("| `"))
     named = set(re.findall(r"`([\w/*]+\.py)`", table))
     missing = []
     for path in sorted((ROOT / "course_utils").rglob("*.py")):
@@ -19,4 +20,4 @@ def test_every_module_is_in_the_readme_table():
         if rel.as_posix() in named or (rel.name in named and any(n.startswith(folder + "/") for n in named)):
             continue
         missing.append(rel.as_posix())
-    assert not missing, f"modules missing from the README's course_utils table: {missing}"
+    assert not missing, f"modules missing from CONTRIBUTING.md's course_utils table: {missing}"
