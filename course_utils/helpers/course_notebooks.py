@@ -259,13 +259,18 @@ ENTRIES = (
          kind='optional (exercise)', needs=('05', '11'),
          outcomes=('write the attention step of a KV cache (bottom-right causal mask); cached generation equal to '
                    'uncached; work and time of a step against context length; build grouped-query attention and '
-                   'measure the smaller cache'),
+                   'measure the smaller cache; a pre-allocated and a sliding-window cache checked against recomputation, '
+                   'with what each holds and copies'),
          sections=('1. What `generate` does again and again', '2. Your task: the attention step of a cache',
                    '3. Cached generation in the model', '4. The speed-up against the context length',
-                   '5. What the cache costs: memory', '6. Grouped-query attention: a smaller cache'),
-         tasks={'cached_attention': 'check_cached_attention'}, builds=('core.attention.grouped_query_attention',),
+                   '5. What the cache costs: memory', '6. Grouped-query attention: a smaller cache',
+                   '7. Caches as inference engines build them'),
+         tasks={'cached_attention': 'check_cached_attention'},
+         builds=('core.attention.grouped_query_attention', 'models.inference_caches.PreallocatedKVCache',
+                 'models.inference_caches.SlidingWindowKVCache'),
          drawings=('kv_cache', 'grouped_query_attention'), plots=(),
-         tests=('test_checkers_inference.py', 'test_checkers_15.py', 'test_kv_cache.py')),
+         tests=('test_checkers_inference.py', 'test_checkers_15.py', 'test_kv_cache.py',
+                'test_inference_caches.py')),
     dict(key='16', stem='16_online_softmax_and_tiled_attention',
          title='Online softmax and tiled attention: attention without the $n \\times m$ matrix (exercise)',
          kind='optional (exercise)', needs=('01', '14'),
@@ -281,12 +286,15 @@ ENTRIES = (
     dict(key='17', stem='17_rotary_position_embeddings', title='Rotary position embeddings (RoPE) (exercise)',
          kind='optional (exercise)', needs=('09', '11'),
          outcomes=('write rotary position embeddings; show the score depends only on the offset; RoPE against '
-                   'learned and sinusoidal positions over three seeds, also at twice the trained length'),
+                   'learned and sinusoidal positions over three seeds, also at twice the trained length; the halves layout of '
+                   "LLaMA's and Hugging Face's code, the same scores up to a permutation, and weights converted between them"),
          sections=('1. Rotations keep only the difference', '2. Your task: RoPE for a batch of heads',
-                   '3. Added positions do not have this property', "4. RoPE in the course's language model"),
+                   '3. Added positions do not have this property', "4. RoPE in the course's language model",
+                   '5. The layout real code uses'),
          tasks={'rope': 'check_rope'},
          builds=('core.rope.rope_angles', 'core.rope.apply_rope', 'core.rope.rope_rotation_matrix',
-                 'core.rope.RotaryMultiHeadAttention'),
-         drawings=('rope_rotation',), plots=(), tests=('test_checkers_inference.py', 'test_rope.py')),
+                 'core.rope.RotaryMultiHeadAttention', 'models.rotary.apply_rope_halves',
+                 'models.rotary.halves_permutation'),
+         drawings=('rope_rotation',), plots=(), tests=('test_checkers_inference.py', 'test_rope.py', 'test_rope_layouts.py')),
 
 )

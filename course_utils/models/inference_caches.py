@@ -26,7 +26,7 @@ from ..core.validation import require_positive, require_tensor, shape_of
 
 
 def sliding_window_mask(n: int, window: int, device: torch.device | str | None = None) -> Tensor:
-    """``(n, n)`` bool, True = may attend: query ``i`` sees keys ``i - window + 1 .. i``. Notebook 15."""
+    """``(n, n)`` bool, True = may attend: query ``i`` sees keys ``i - window + 1 .. i``. Used in notebook 15."""
     require_positive(n=n, window=window)
     i = torch.arange(n, device=device)
     offset = i[:, None] - i[None, :]  # query position minus key position
@@ -44,7 +44,7 @@ def _check_step(q_new: Tensor, k_new: Tensor, v_new: Tensor) -> None:
 
 
 class PreallocatedKVCache:
-    """A cache of ``max_len`` positions, allocated at the first step and written in place. Notebook 15."""
+    """A cache of ``max_len`` positions, allocated at the first step and written in place. Built in notebook 15."""
 
     def __init__(self, max_len: int) -> None:
         require_positive(max_len=max_len)
@@ -79,7 +79,7 @@ class PreallocatedKVCache:
 
 
 class SlidingWindowKVCache:
-    """The last ``window`` positions in a ring buffer; each query attends to the last ``window`` keys. Notebook 15."""
+    """The last ``window`` positions in a ring buffer; each query attends to the last ``window`` keys. Built in notebook 15."""
 
     def __init__(self, window: int) -> None:
         require_positive(window=window)

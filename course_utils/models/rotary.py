@@ -49,7 +49,7 @@ def apply_rope_halves(x: Tensor, offset: int = 0, base: float = 10000.0) -> Tens
 
 def halves_permutation(d: int, device: torch.device | str | None = None) -> Tensor:
     """The features ``[0, 2, 4, ..., d-2, 1, 3, ..., d-1]``: ``x[..., perm]`` puts each adjacent pair
-    ``(2i, 2i+1)`` at ``(i, i + d/2)``, so ``apply_rope_halves(x[..., perm]) == apply_rope(x)[..., perm]``. ``(d,)``."""
+    ``(2i, 2i+1)`` at ``(i, i + d/2)``, so ``apply_rope_halves(x[..., perm]) == apply_rope(x)[..., perm]``. ``(d,)``. Built in notebook 17."""
     require_positive(d=d)
     if d % 2:
         raise ValueError(f"d must be even (features are rotated in pairs), got d={d}")
@@ -57,7 +57,7 @@ def halves_permutation(d: int, device: torch.device | str | None = None) -> Tens
 
 
 class HalvesRotaryMultiHeadAttention(RotaryMultiHeadAttention):
-    """``RotaryMultiHeadAttention`` that rotates in the halves layout; same parameters. Notebook 17."""
+    """``RotaryMultiHeadAttention`` that rotates in the halves layout; same parameters. Used in notebook 17."""
 
     def rotate(self, x: Tensor, offset: int = 0) -> Tensor:
         """``apply_rope_halves`` of ``x (B, h, T, d_k)`` at positions ``offset..``."""
@@ -99,7 +99,7 @@ def _rotary_blocks(model: CausalLM) -> list[nn.Module]:
 
 def run_with_layout(model: CausalLM, layout: str) -> CausalLM:
     """A copy of ``model`` whose attention rotates in ``layout`` ("pairs" or "halves") with the **same** weights:
-    what happens when weights trained for one layout are loaded into code written for the other. Notebook 17."""
+    what happens when weights trained for one layout are loaded into code written for the other. Used in notebook 17."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     copied = copy.deepcopy(model)
@@ -112,7 +112,7 @@ def run_with_layout(model: CausalLM, layout: str) -> CausalLM:
 def to_layout(model: CausalLM, layout: str) -> CausalLM:
     """A copy of ``model`` converted to ``layout``: the rows of ``W_Q`` and ``W_K`` (weights and biases) are
     permuted within each head by ``halves_permutation`` (or its inverse), so that every score, and so every
-    output, stays the same. Notebook 17."""
+    output, stays the same. Used in notebook 17."""
     current = layout_of(model)
     converted = run_with_layout(model, layout)
     if layout == current:
