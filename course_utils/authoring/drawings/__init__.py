@@ -13,6 +13,7 @@ marker line asks for it; ``commands`` is the command line:
     python -m course_utils.authoring.drawings --list           # the drawings, their notebooks and alt texts
 """
 
-from .registry import NAMES, Drawing, drawings
+from .drawing import Drawing
+from .registry import NAMES, drawings
 
 __all__ = ["NAMES", "Drawing", "drawings"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ...helpers.palette import DATA, INK, KEY, MUTED, PARAMETER, QUERY, RESIDUAL, VALUE, weight_colour
-from .registry import drawing
+from .drawing import drawing
 from .svg import Canvas
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ...helpers.palette import INK, KEY, MASK, MUTED, PARAMETER, QUERY, VALUE, weight_colour
-from .registry import drawing
+from .drawing import drawing
 from .svg import Canvas
 
 # Lesson 01's example: three tokens (cat, sat, down) with d_model = 4, projected to d_k = d_v = 2.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MUTED, QUERY, RESIDUAL, VALUE
-from .registry import drawing
+from .drawing import drawing
 from .svg import Canvas, num
 
 _BAND = "#F4F4F4"  # the layers' background

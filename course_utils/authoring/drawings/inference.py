@@ -4,7 +4,7 @@ attention over key blocks (16)."""
 from __future__ import annotations
 
 from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MASK, MUTED, PARAMETER, QUERY, VALUE, weight_colour
-from .registry import drawing
+from .drawing import drawing
 from .svg import Canvas
 
 _PROMPT = ["the", "cat", "sat", "on"]

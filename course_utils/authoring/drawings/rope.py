@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...helpers.palette import INK, KEY, MUTED, QUERY
-from .registry import drawing
+from .drawing import drawing
 from .svg import Canvas, num
 
 _THETA = 0.3  # the pair's frequency theta_i in radians per position (drawn large, to be seen)
