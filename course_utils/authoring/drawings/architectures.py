@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ...helpers.palette import DATA, INK, KEY, MUTED, PARAMETER, QUERY, RESIDUAL, VALUE, weight_colour
+from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MUTED, PARAMETER, QUERY, RESIDUAL, VALUE, weight_colour
 from .drawing import drawing
 from .svg import Canvas
 
@@ -224,4 +224,61 @@ def lm_stack() -> Canvas:
     c.line((cx, 168), (cx, 146))
     c.box(cx - 110, 108, 220, 36, "logits", role=DATA, size=15, bold=True)
     c.text(shapes, 126, "(B, T, V)", size=13, mono=True, colour=MUTED, anchor="start")
+    return c
+
+
+_SOURCE_08 = ["3", "1", "4", "1", "5", "9"]  # a source to reverse, as in lessons 04 and 08
+
+
+@drawing(
+    "seq2seq_bottleneck", notebook="08", section="1. Two models, one difference",
+    title="The bottleneck: a seq2seq model without attention squeezes the source into one vector",
+    alt="""Two encoder-decoder models on the same source, the six tokens 3 1 4 1 5 9, to be written backwards.
+    Top, without attention: the GRU encoder reads the tokens one by one (a chain of states h0 to h5), and only
+    its last state h5 reaches the decoder, one vector of hidden_dim numbers whatever the length of the source.
+    Every decoder step (d0 to d5, producing 9 5 1 4 1 3) must draw on that single vector: the longer the source,
+    the more it has to hold, and the first source tokens, read longest ago, are the hardest to recover. Bottom,
+    with attention: every encoder state h0 to h5 is kept as a key and value (orange over green), and each
+    decoder step, its state the query (blue), reads all of them with its own weights; the step drawn, d0, puts
+    most weight on h5, the last source token, which it must write first. Nothing has to fit in one vector.""",
+)
+def seq2seq_bottleneck() -> Canvas:
+    n, w = len(_SOURCE_08), 52
+    target = _SOURCE_08[::-1]
+    c = Canvas(800, 500)
+    ex, dx = 40, 470  # left edges of the encoder and the decoder rows
+    c.text(20, 24, "without attention: one vector between encoder and decoder", size=15, bold=True, anchor="start")
+    c.line((14, 250), (786, 250), colour="#D0D0D0", sw=1.5, arrow=None, dash="4 4")
+    c.text(20, 276, "with attention: every encoder state stays readable", size=15, bold=True, anchor="start")
+    for top, keep in ((60, False), (306, True)):
+        for k, tok in enumerate(_SOURCE_08):
+            x = ex + k * w
+            c.box(x + 4, top, w - 8, 32, tok, role=DATA, size=15, bold=True)
+            c.line((x + w / 2, top + 34), (x + w / 2, top + 56), sw=1.5)
+            if keep:
+                c.rect(x + 4, top + 60, w - 8, 22, fill=KEY.light, stroke=KEY.strong, sw=1.5, rx=3)
+                c.rect(x + 4, top + 82, w - 8, 22, fill=VALUE.light, stroke=VALUE.strong, sw=1.5, rx=3)
+                c.text(x + w / 2, top + 82, f"h{k}", size=14, bold=True)
+            else:
+                c.box(x + 4, top + 60, w - 8, 44, f"h{k}", role=PARAMETER if k < n - 1 else HIGHLIGHT, size=14)
+            if k:
+                c.line((x - 4, top + 82), (x + 4, top + 82), sw=1.5)
+        for k, tok in enumerate(target):
+            x = dx + k * w
+            c.box(x + 4, top + 60, w - 8, 44, f"d{k}", role=QUERY if keep and k == 0 else PARAMETER, size=14)
+            c.line((x + w / 2, top + 58), (x + w / 2, top + 36), sw=1.5)
+            c.box(x + 4, top, w - 8, 32, tok, role=DATA, size=15, bold=True)
+            if k:
+                c.line((x - 4, top + 82), (x + 4, top + 82), sw=1.5)
+    # Without attention: only h5 crosses.
+    c.line((ex + n * w - 4, 142), (dx, 142), colour=HIGHLIGHT.strong, sw=3)
+    c.lines((ex + n * w + dx) / 2, 188, ["only h5 reaches the decoder:", "one vector, any source length"], size=14,
+            colour=HIGHLIGHT.strong, bold=True)
+    # With attention: the step d0 reads every encoder state.
+    weights = [0.02, 0.02, 0.03, 0.05, 0.12, 0.76]
+    for k, a in enumerate(weights):
+        x = ex + k * w + w / 2
+        c.path(f"M{dx + w / 2:.1f},{306 + 104:.1f} C{dx + w / 2:.1f},{470:.1f} {x:.1f},{470:.1f} {x:.1f},{306 + 106:.1f}",
+               colour=QUERY.strong if a > 0.5 else "#ADADAD", sw=1.5 + 3 * a, arrow="end")
+    c.text(dx + 3 * w, 482, "d0 reads every h_{i}, most of all h5", size=15, colour=QUERY.strong)
     return c

@@ -7,17 +7,30 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import architectures, attention, circuits, inference, rope
+from . import architectures, attention, circuits, inference, masks, patterns, positions, worked
 from .drawing import Drawing
 
-MODULES: tuple[ModuleType, ...] = (attention, architectures, inference, rope, circuits)
+MODULES: tuple[ModuleType, ...] = (attention, worked, masks, patterns, architectures, positions, inference, circuits)
 
-NAMES = (
+NAMES = (  # in the order of the lessons
+    "softmax_numbers",
     "qkv_projection",
+    "scaling_numbers",
+    "padding_causal_mask",
+    "heatmap_reading",
+    "two_heads_vs_one",
     "heads_split_merge",
+    "mha_mask_conventions",
     "decoder_step",
     "causal_mask_sentence",
+    "masked_scores_numbers",
+    "cross_attention_who_reads",
+    "head_patterns",
+    "seq2seq_bottleneck",
+    "order_blindness",
+    "positional_clock_hands",
     "transformer_block",
+    "next_token_shift",
     "lm_stack",
     "kv_cache",
     "tiled_attention",
