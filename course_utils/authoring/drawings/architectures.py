@@ -231,11 +231,12 @@ _SOURCE_08 = ["3", "1", "4", "1", "5", "9"]  # a source to reverse, as in lesson
 
 
 @drawing(
-    "seq2seq_bottleneck", notebook="08", section="1. Two models, one difference",
+    "seq2seq_bottleneck", notebook="08/04", section="1. Two models, one difference (08); 2. The bottleneck (04)",
     title="The bottleneck: a seq2seq model without attention squeezes the source into one vector",
     alt="""Two encoder-decoder models on the same source, the six tokens 3 1 4 1 5 9, to be written backwards.
-    Top, without attention: the GRU encoder reads the tokens one by one (a chain of states h0 to h5), and only
-    its last state h5 reaches the decoder, one vector of hidden_dim numbers whatever the length of the source.
+    Top, without attention: the GRU encoder reads the tokens one by one (a chain of states h0 to h5), and the
+    source reaches the decoder only through the first decoder state s_0, made from the encoder's final states:
+    one vector of the same size whatever the length of the source.
     Every decoder step (d0 to d5, producing 9 5 1 4 1 3) must draw on that single vector: the longer the source,
     the more it has to hold, and the first source tokens, read longest ago, are the hardest to recover. Bottom,
     with attention: every encoder state h0 to h5 is kept as a key and value (orange over green), and each
@@ -260,7 +261,7 @@ def seq2seq_bottleneck() -> Canvas:
                 c.rect(x + 4, top + 82, w - 8, 22, fill=VALUE.light, stroke=VALUE.strong, sw=1.5, rx=3)
                 c.text(x + w / 2, top + 82, f"h{k}", size=14, bold=True)
             else:
-                c.box(x + 4, top + 60, w - 8, 44, f"h{k}", role=PARAMETER if k < n - 1 else HIGHLIGHT, size=14)
+                c.box(x + 4, top + 60, w - 8, 44, f"h{k}", role=PARAMETER, size=14)
             if k:
                 c.line((x - 4, top + 82), (x + 4, top + 82), sw=1.5)
         for k, tok in enumerate(target):
@@ -270,10 +271,13 @@ def seq2seq_bottleneck() -> Canvas:
             c.box(x + 4, top, w - 8, 32, tok, role=DATA, size=15, bold=True)
             if k:
                 c.line((x - 4, top + 82), (x + 4, top + 82), sw=1.5)
-    # Without attention: only h5 crosses.
-    c.line((ex + n * w - 4, 142), (dx, 142), colour=HIGHLIGHT.strong, sw=3)
-    c.lines((ex + n * w + dx) / 2, 188, ["only h5 reaches the decoder:", "one vector, any source length"], size=14,
-            colour=HIGHLIGHT.strong, bold=True)
+    # Without attention: only the first decoder state, made from the encoder's final states, crosses.
+    mid = (ex + n * w + dx) / 2
+    c.line((ex + n * w - 4, 142), (mid - 28, 142), colour=HIGHLIGHT.strong, sw=3)
+    c.box(mid - 24, 122, 48, 40, "s_{0}", role=HIGHLIGHT, size=16, bold=True)
+    c.line((mid + 26, 142), (dx, 142), colour=HIGHLIGHT.strong, sw=3)
+    c.lines(mid, 196, ["the source reaches the decoder", "only through s_{0}: one vector,", "whatever its length"],
+            size=15, colour=HIGHLIGHT.strong)
     # With attention: the step d0 reads every encoder state.
     weights = [0.02, 0.02, 0.03, 0.05, 0.12, 0.76]
     for k, a in enumerate(weights):

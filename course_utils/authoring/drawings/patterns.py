@@ -82,8 +82,9 @@ def heatmap_reading() -> Canvas:
     alt="""Left, who reads whom: three decoder positions y0, y1, y2 along the top are the queries (blue); five
     encoder positions x0 to x4 along the bottom supply the keys (orange) and the values (green). Every decoder
     position is joined to every encoder position: no causal mask, because the source is known in full before
-    decoding starts. Right, the weights of that call, scaled_dot_product_attention(Y, X, X): a grid of shape
-    (n, m) = (3, 5), one row per decoder position and one column per encoder position, each row summing to 1.
+    decoding starts. Right, the weights of that call, scaled_dot_product_attention(Y, X, X), form a grid of shape
+    (n, m) = (3, 5), one row per decoder position and one column per encoder position, each row summing to 1
+    (the shading is an illustration, not computed).
     The output has one row per query, shape (n, d) = (3, 4): the output belongs to the decoder. Below, the
     mistake that runs without error: with the arguments swapped, (X, Y, Y), the encoder asks the questions and
     the weights come out (5, 3).""",
