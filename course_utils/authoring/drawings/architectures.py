@@ -1,5 +1,6 @@
-"""Drawings of the course's models: one decoder step of the seq2seq model (04), the Transformer block
-(09b) and the causal language model's stack (11)."""
+"""Drawings of the course's models: the bottleneck of a seq2seq model without attention (04, 08), one
+decoder step of the seq2seq model (04), the Transformer block (09b) and the causal language model's
+stack (11)."""
 
 from __future__ import annotations
 

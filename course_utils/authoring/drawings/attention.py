@@ -55,7 +55,7 @@ def qkv_projection() -> Canvas:
     c.text(20, 24, "1  project each token three ways", size=15, bold=True, anchor="start")
     c.text(462, 24, "2  attend", size=15, bold=True, anchor="start")
     c.line((446, 14), (446, 570), colour="#D0D0D0", sw=1.5, arrow=None, dash="4 4")
-    ints = dict(size=13)
+    ints = {"size": 13}
 
     # X, the input: three tokens of d_model = 4.
     x0, y0 = 84, 231

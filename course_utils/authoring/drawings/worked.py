@@ -10,8 +10,7 @@ import csv
 import math
 from pathlib import Path
 
-from ...helpers.palette import (DATA, HIGHLIGHT, INK, KEY, MASK, MUTED, PARAMETER, QUERY, VALUE, text_on,
-                                weight_colour)
+from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MASK, MUTED, PARAMETER, QUERY, VALUE, text_on, weight_colour
 from .drawing import drawing
 from .svg import Canvas
 
