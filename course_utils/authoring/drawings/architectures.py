@@ -4,7 +4,7 @@ stack (11)."""
 
 from __future__ import annotations
 
-from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MUTED, PARAMETER, QUERY, RESIDUAL, VALUE, weight_colour
+from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MUTED, PARAMETER, QUERY, RESIDUAL, VALUE, Role, weight_colour
 from .drawing import drawing
 from .svg import Canvas
 
@@ -286,4 +286,58 @@ def seq2seq_bottleneck() -> Canvas:
         c.path(f"M{dx + w / 2:.1f},{306 + 104:.1f} C{dx + w / 2:.1f},{470:.1f} {x:.1f},{470:.1f} {x:.1f},{306 + 106:.1f}",
                colour=QUERY.strong if a > 0.5 else "#ADADAD", sw=1.5 + 3 * a, arrow="end")
     c.text(dx + 3 * w, 482, "d0 reads every h_{i}, most of all h5", size=15, colour=QUERY.strong)
+    return c
+
+
+def _qkv_arrows(c: Canvas, x: float, y0: float, y1: float, roles: tuple[Role, Role, Role], gap: float = 34) -> None:
+    """Three upward arrows into a sub-layer at ``x - gap``, ``x``, ``x + gap``: queries, keys, values."""
+    for k, (role, name) in enumerate(zip(roles, "QKV")):
+        xa = x + (k - 1) * gap
+        c.line((xa, y0), (xa, y1), colour=role.strong, sw=2.2)
+        c.text(xa + 10, (y0 + y1) / 2, name, size=14, bold=True, colour=role.strong, anchor="start")
+
+
+@drawing(
+    "decoder_layer", notebook="06", section="1. One mechanism, two sources: a decoder layer has both kinds",
+    title="An encoder-decoder Transformer: masked self-attention, then cross-attention into the encoder",
+    alt="""Left, the encoder: the m source tokens go through self-attention and a feed-forward network, and come
+    out as the encoder outputs X, m vectors. Right, one decoder layer, data flowing upwards from the n target
+    tokens so far. First masked self-attention: queries, keys and values (blue, orange and green arrows) all come
+    from the decoder's own stream, and a causal mask keeps each position from reading later ones. Then
+    cross-attention: the queries (blue) come from the decoder's stream, the keys (orange) and values (green)
+    from the encoder outputs X, drawn as two arrows crossing over from the left; no causal mask, since the
+    source is known in full, only a padding mask for the encoder's pad positions. Then the feed-forward network
+    and, at the top, the logits for the next target token. Every sub-layer has its residual path and LayerNorm,
+    left out of the drawing.""",
+)
+def decoder_layer() -> Canvas:
+    c = Canvas(800, 520)
+    ex, dx, w = 40, 430, 300
+    mid = dx + w / 2
+    c.text(ex + 130, 22, "encoder", size=16, bold=True)
+    c.text(mid, 22, "decoder layer", size=16, bold=True)
+    c.box(ex, 440, 260, 40, "source tokens (m)", role=DATA, size=15)
+    c.line((ex + 130, 438), (ex + 130, 398))
+    c.box(ex, 334, 260, 60, ["self-attention + FFN"], role=PARAMETER, size=15, note="no mask (padding only)")
+    c.line((ex + 130, 332), (ex + 130, 312))
+    c.box(ex, 262, 260, 46, "encoder outputs X (m, d)", role=DATA, size=15, bold=True)
+    c.lines(ex + 130, 160, ["the decoder asks (queries),", "the encoder answers", "(keys and values)"], size=14,
+            colour=MUTED)
+
+    c.box(dx, 460, w, 40, "target tokens so far (n)", role=DATA, size=15)
+    _qkv_arrows(c, mid, 458, 414, (QUERY, KEY, VALUE))
+    c.box(dx, 350, w, 60, "masked self-attention", role=PARAMETER, size=15, note="causal mask: no peeking ahead")
+    for k, role in enumerate((KEY, VALUE)):  # keys and values cross over from the encoder
+        xa, y = mid - 34 + 34 * k, 274 + 18 * k
+        c.line((ex + 264, y), (xa, y), colour=role.strong, sw=2.2, arrow=None)
+        c.line((xa, y), (xa, 230), colour=role.strong, sw=2.2)
+    c.text(mid - 44, 318, "K, V from the encoder", size=14, bold=True, colour=KEY.strong, anchor="end")
+    c.line((mid + 34, 348), (mid + 34, 230), colour=QUERY.strong, sw=2.2)
+    c.text(mid + 44, 300, "Q from the decoder", size=14, bold=True, colour=QUERY.strong, anchor="start")
+    c.box(dx, 166, w, 60, "cross-attention", role=PARAMETER, size=15, note="padding mask on X; no causal mask",
+          sw=2.4)
+    c.line((mid, 164), (mid, 144))
+    c.box(dx, 100, w, 40, "feed-forward network", role=PARAMETER, size=15)
+    c.line((mid, 98), (mid, 80))
+    c.box(dx + 40, 44, w - 80, 32, "logits: next token", role=DATA, size=15, bold=True)
     return c

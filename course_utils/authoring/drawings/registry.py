@@ -25,6 +25,7 @@ NAMES = (  # in the order of the lessons
     "causal_mask_sentence",
     "masked_scores_numbers",
     "cross_attention_who_reads",
+    "decoder_layer",
     "head_patterns",
     "seq2seq_bottleneck",
     "order_blindness",
