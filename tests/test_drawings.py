@@ -30,7 +30,7 @@ def _root(name: str) -> ET.Element:
 
 
 def test_every_named_drawing_has_a_source_a_notebook_and_alt_text():
-    assert len(NAMES) >= 11 and list(DRAWINGS) == list(NAMES)
+    assert len(NAMES) >= 24 and list(DRAWINGS) == list(NAMES)
     for name, d in DRAWINGS.items():
         assert d.notebook and d.section and d.title, name
         words = len(d.alt.split())
@@ -147,7 +147,10 @@ def test_every_colour_comes_from_the_palette(name):
     ("qkv_projection", "QKV"), ("heads_split_merge", "QKV"), ("decoder_step", "QKV"),
     ("causal_mask_sentence", "QK"), ("transformer_block", "QKV"), ("kv_cache", "QKV"),
     ("tiled_attention", "QKV"), ("rope_rotation", "QK"), ("grouped_query_attention", "QKV"),
-    ("induction_circuit", "QKV"),
+    ("induction_circuit", "QKV"), ("softmax_numbers", "QKV"), ("two_heads_vs_one", "QKV"),
+    ("heatmap_reading", "QK"), ("cross_attention_who_reads", "QKV"), ("head_patterns", "QK"),
+    ("padding_causal_mask", "QK"), ("mha_mask_conventions", "QK"), ("masked_scores_numbers", "Q"),
+    ("seq2seq_bottleneck", "QKV"), ("scaling_numbers", "K"),
 ])
 def test_queries_keys_and_values_are_drawn_in_their_colours(name, roles):
     svg = GENERATED[name]
@@ -275,3 +278,95 @@ def test_labels_do_not_overlap(name):
         and abs(ys[i] - ys[j]) < (sizes[i] + sizes[j]) / 2 - 1
     ]
     assert not clashes
+
+
+# --- Every core lesson draws, and the drawings that show a lesson's numbers show its numbers --------
+
+CORE = ("01", "01b", "02", "03", "03b", "04", "05", "06", "07", "08", "09", "09b", "11")
+
+
+def _lesson(number: str, folder: Path = ROOT / "notebooks" / "solutions") -> Path:
+    (path,) = [p for p in folder.glob(f"{number}_*.ipynb")]
+    return path
+
+
+@pytest.mark.parametrize("number", CORE)
+def test_every_core_lesson_shows_a_drawing_in_both_versions(number):
+    for folder in (ROOT / "notebooks" / "solutions", ROOT / "notebooks"):
+        path = _lesson(number, folder)
+        names = [e.name for e in E.find(nbformat.read(path, as_version=4))]
+        assert names and all(n in DRAWINGS for n in names), f"{path.relative_to(ROOT)} shows no drawing"
+
+
+def test_every_drawing_is_shown_in_the_lesson_it_names():
+    shown = {}
+    for path in (ROOT / "notebooks" / "solutions").glob("*.ipynb"):
+        for e in E.find(nbformat.read(path, as_version=4)):
+            shown.setdefault(e.name, set()).add(path.name.split("_")[0])
+    for name, d in DRAWINGS.items():
+        assert shown.get(name, set()) & set(d.notebook.split("/")), f"{name} is not shown in lesson {d.notebook}"
+
+
+def _outputs(path: Path) -> str:
+    """A lesson's numbers: its code (the inputs it types in) and everything it printed, as stored."""
+    text = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "code":
+            text.append(cell.source)
+        for out in cell.get("outputs", []):
+            text.append(out.get("text", "") if "text" in out else out.get("data", {}).get("text/plain", ""))
+    return "\n".join(text)
+
+
+def _literal(path: Path, name: str, contains: str | None = None, constants: dict | None = None):
+    """The literal assigned to ``name`` in the first code cell of a notebook (holding ``contains``) that assigns
+    it: ``name = LITERAL``, ``name = np.array(LITERAL)`` or ``name = torch.tensor(LITERAL)``; names in it are
+    replaced by their ``constants``."""
+    import ast
+
+    class Constants(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.Constant((constants or {})[node.id]) if node.id in (constants or {}) else node
+
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code" or (contains and contains not in cell.source):
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name]:
+                value = node.value
+                if isinstance(value, ast.Call) and getattr(value.func, "attr", "") in ("array", "tensor"):
+                    value = value.args[0]
+                return ast.literal_eval(Constants().visit(value))
+    raise AssertionError(f"{path.name} assigns no literal to {name}")
+
+
+def test_the_drawings_start_from_the_lessons_own_inputs():
+    """The worked examples are drawn from the very values the lessons use, read here from their code."""
+    from course_utils.authoring.drawings import attention, inference, masks, positions, worked
+
+    n01, n01b, n05, n09, n11, n16 = (_lesson(n) for n in ("01", "01b", "05", "09", "11", "16"))
+    assert (worked.Q1, worked.K1, worked.V1) == tuple(_literal(n01, k) for k in ("Q1", "K1", "V1"))
+    for name, mine in (("X", attention._X), ("W_Q", attention._W_Q), ("W_K", attention._W_K),
+                       ("W_V", attention._W_V)):
+        assert _literal(n01, name, contains="W_V" if name != "X" else "# cat") == mine, name
+    assert _literal(n01b, "row", contains="15.5") == worked.ROW_01B
+    assert _literal(n01b, "PAD") == masks.PAD
+    assert _literal(n01b, "tokens_c", constants={"PAD": masks.PAD})[0] == masks.TOKENS_01B
+    assert _literal(n05, "S", contains="mask3") == worked.S_05
+    assert _literal(n11, "example") == worked.TEXT_11
+    assert _literal(n16, "row", contains="m_new") == inference.ROW_16
+    assert tuple(_literal(n09, "pairs_to_show")) == positions.PAIRS_09
+    assert (_literal(n09, "sent_A"), _literal(n09, "sent_B")) == (positions.SENT_A, positions.SENT_B)
+
+
+@pytest.mark.parametrize(("name", "number"), [
+    ("softmax_numbers", "01"), ("qkv_projection", "01"), ("scaling_numbers", "01b"), ("two_heads_vs_one", "03"),
+    ("masked_scores_numbers", "05"), ("tiled_attention", "16"),
+])
+def test_every_decimal_a_drawing_shows_is_one_its_lesson_printed(name, number):
+    """A drawing computes its numbers (never typed in); they must be the ones the lesson types in or prints."""
+    printed = _outputs(_lesson(number))
+    drawn = {m for t in _root(name).iter(f"{SVG}text") for m in re.findall(r"-?\d+\.\d+", "".join(t.itertext()))}
+    assert drawn, f"{name} shows no decimal number"
+    missing = sorted(x for x in drawn if x not in printed)
+    assert not missing, f"{name} draws numbers lesson {number} does not print: {missing}"

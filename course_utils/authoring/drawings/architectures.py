@@ -1,10 +1,11 @@
-"""Drawings of the course's models: one decoder step of the seq2seq model (04), the Transformer block
-(09b) and the causal language model's stack (11)."""
+"""Drawings of the course's models: the bottleneck of a seq2seq model without attention (04, 08), one
+decoder step of the seq2seq model (04), the Transformer block (09b) and the causal language model's
+stack (11)."""
 
 from __future__ import annotations
 
-from ...helpers.palette import DATA, INK, KEY, MUTED, PARAMETER, QUERY, RESIDUAL, VALUE, weight_colour
-from .registry import drawing
+from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MUTED, PARAMETER, QUERY, RESIDUAL, VALUE, Role, weight_colour
+from .drawing import drawing
 from .svg import Canvas
 
 
@@ -224,4 +225,119 @@ def lm_stack() -> Canvas:
     c.line((cx, 168), (cx, 146))
     c.box(cx - 110, 108, 220, 36, "logits", role=DATA, size=15, bold=True)
     c.text(shapes, 126, "(B, T, V)", size=13, mono=True, colour=MUTED, anchor="start")
+    return c
+
+
+_SOURCE_08 = ["3", "1", "4", "1", "5", "9"]  # a source to reverse, as in lessons 04 and 08
+
+
+@drawing(
+    "seq2seq_bottleneck", notebook="08/04", section="1. Two models, one difference (08); 2. The bottleneck (04)",
+    title="The bottleneck: a seq2seq model without attention squeezes the source into one vector",
+    alt="""Two encoder-decoder models on the same source, the six tokens 3 1 4 1 5 9, to be written backwards.
+    Top, without attention: the GRU encoder reads the tokens one by one (a chain of states h0 to h5), and the
+    source reaches the decoder only through the first decoder state s_0, made from the encoder's final states:
+    one vector of the same size whatever the length of the source.
+    Every decoder step (d0 to d5, producing 9 5 1 4 1 3) must draw on that single vector: the longer the source,
+    the more it has to hold, and the first source tokens, read longest ago, are the hardest to recover. Bottom,
+    with attention: every encoder state h0 to h5 is kept as a key and value (orange over green), and each
+    decoder step, its state the query (blue), reads all of them with its own weights; the step drawn, d0, puts
+    most weight on h5, the last source token, which it must write first. Nothing has to fit in one vector.""",
+)
+def seq2seq_bottleneck() -> Canvas:
+    n, w = len(_SOURCE_08), 52
+    target = _SOURCE_08[::-1]
+    c = Canvas(800, 500)
+    ex, dx = 40, 470  # left edges of the encoder and the decoder rows
+    c.text(20, 24, "without attention: one vector between encoder and decoder", size=15, bold=True, anchor="start")
+    c.line((14, 250), (786, 250), colour="#D0D0D0", sw=1.5, arrow=None, dash="4 4")
+    c.text(20, 276, "with attention: every encoder state stays readable", size=15, bold=True, anchor="start")
+    for top, keep in ((60, False), (306, True)):
+        for k, tok in enumerate(_SOURCE_08):
+            x = ex + k * w
+            c.box(x + 4, top, w - 8, 32, tok, role=DATA, size=15, bold=True)
+            c.line((x + w / 2, top + 34), (x + w / 2, top + 56), sw=1.5)
+            if keep:
+                c.rect(x + 4, top + 60, w - 8, 22, fill=KEY.light, stroke=KEY.strong, sw=1.5, rx=3)
+                c.rect(x + 4, top + 82, w - 8, 22, fill=VALUE.light, stroke=VALUE.strong, sw=1.5, rx=3)
+                c.text(x + w / 2, top + 82, f"h{k}", size=14, bold=True)
+            else:
+                c.box(x + 4, top + 60, w - 8, 44, f"h{k}", role=PARAMETER, size=14)
+            if k:
+                c.line((x - 4, top + 82), (x + 4, top + 82), sw=1.5)
+        for k, tok in enumerate(target):
+            x = dx + k * w
+            c.box(x + 4, top + 60, w - 8, 44, f"d{k}", role=QUERY if keep and k == 0 else PARAMETER, size=14)
+            c.line((x + w / 2, top + 58), (x + w / 2, top + 36), sw=1.5)
+            c.box(x + 4, top, w - 8, 32, tok, role=DATA, size=15, bold=True)
+            if k:
+                c.line((x - 4, top + 82), (x + 4, top + 82), sw=1.5)
+    # Without attention: only the first decoder state, made from the encoder's final states, crosses.
+    mid = (ex + n * w + dx) / 2
+    c.line((ex + n * w - 4, 142), (mid - 28, 142), colour=HIGHLIGHT.strong, sw=3)
+    c.box(mid - 24, 122, 48, 40, "s_{0}", role=HIGHLIGHT, size=16, bold=True)
+    c.line((mid + 26, 142), (dx, 142), colour=HIGHLIGHT.strong, sw=3)
+    c.lines(mid, 196, ["the source reaches the decoder", "only through s_{0}: one vector,", "whatever its length"],
+            size=15, colour=HIGHLIGHT.strong)
+    # With attention: the step d0 reads every encoder state.
+    weights = [0.02, 0.02, 0.03, 0.05, 0.12, 0.76]
+    for k, a in enumerate(weights):
+        x = ex + k * w + w / 2
+        c.path(f"M{dx + w / 2:.1f},{306 + 104:.1f} C{dx + w / 2:.1f},{470:.1f} {x:.1f},{470:.1f} {x:.1f},{306 + 106:.1f}",
+               colour=QUERY.strong if a > 0.5 else "#ADADAD", sw=1.5 + 3 * a, arrow="end")
+    c.text(dx + 3 * w, 482, "d0 reads every h_{i}, most of all h5", size=15, colour=QUERY.strong)
+    return c
+
+
+def _qkv_arrows(c: Canvas, x: float, y0: float, y1: float, roles: tuple[Role, Role, Role], gap: float = 34) -> None:
+    """Three upward arrows into a sub-layer at ``x - gap``, ``x``, ``x + gap``: queries, keys, values."""
+    for k, (role, name) in enumerate(zip(roles, "QKV")):
+        xa = x + (k - 1) * gap
+        c.line((xa, y0), (xa, y1), colour=role.strong, sw=2.2)
+        c.text(xa + 10, (y0 + y1) / 2, name, size=14, bold=True, colour=role.strong, anchor="start")
+
+
+@drawing(
+    "decoder_layer", notebook="06", section="1. One mechanism, two sources: a decoder layer has both kinds",
+    title="An encoder-decoder Transformer: masked self-attention, then cross-attention into the encoder",
+    alt="""Left, the encoder: the m source tokens go through self-attention and a feed-forward network, and come
+    out as the encoder outputs X, m vectors. Right, one decoder layer, data flowing upwards from the n target
+    tokens so far. First masked self-attention: queries, keys and values (blue, orange and green arrows) all come
+    from the decoder's own stream, and a causal mask keeps each position from reading later ones. Then
+    cross-attention: the queries (blue) come from the decoder's stream, the keys (orange) and values (green)
+    from the encoder outputs X, drawn as two arrows crossing over from the left; no causal mask, since the
+    source is known in full, only a padding mask for the encoder's pad positions. Then the feed-forward network
+    and, at the top, the logits for the next target token. Every sub-layer has its residual path and LayerNorm,
+    left out of the drawing.""",
+)
+def decoder_layer() -> Canvas:
+    c = Canvas(800, 520)
+    ex, dx, w = 40, 430, 300
+    mid = dx + w / 2
+    c.text(ex + 130, 22, "encoder", size=16, bold=True)
+    c.text(mid, 22, "decoder layer", size=16, bold=True)
+    c.box(ex, 440, 260, 40, "source tokens (m)", role=DATA, size=15)
+    c.line((ex + 130, 438), (ex + 130, 398))
+    c.box(ex, 334, 260, 60, ["self-attention + FFN"], role=PARAMETER, size=15, note="no mask (padding only)")
+    c.line((ex + 130, 332), (ex + 130, 312))
+    c.box(ex, 262, 260, 46, "encoder outputs X (m, d)", role=DATA, size=15, bold=True)
+    c.lines(ex + 130, 160, ["the decoder asks (queries),", "the encoder answers", "(keys and values)"], size=14,
+            colour=MUTED)
+
+    c.box(dx, 460, w, 40, "target tokens so far (n)", role=DATA, size=15)
+    _qkv_arrows(c, mid, 458, 414, (QUERY, KEY, VALUE))
+    c.box(dx, 350, w, 60, "masked self-attention", role=PARAMETER, size=15, note="causal mask: no peeking ahead")
+    for k, role in enumerate((KEY, VALUE)):  # keys and values cross over from the encoder
+        xa, y = mid - 34 + 34 * k, 274 + 18 * k
+        c.line((ex + 264, y), (xa, y), colour=role.strong, sw=2.2, arrow=None)
+        c.line((xa, y), (xa, 230), colour=role.strong, sw=2.2)
+    c.text(mid - 44, 318, "K, V from the encoder", size=14, bold=True, colour=KEY.strong, anchor="end")
+    c.line((mid + 34, 348), (mid + 34, 230), colour=QUERY.strong, sw=2.2)
+    c.text(mid + 44, 300, "Q from the decoder", size=14, bold=True, colour=QUERY.strong, anchor="start")
+    c.box(dx, 166, w, 60, "cross-attention", role=PARAMETER, size=15, note="padding mask on X; no causal mask",
+          sw=2.4)
+    c.line((mid, 164), (mid, 144))
+    c.box(dx, 100, w, 40, "feed-forward network", role=PARAMETER, size=15)
+    c.line((mid, 98), (mid, 80))
+    c.box(dx + 40, 44, w - 80, 32, "logits: next token", role=DATA, size=15, bold=True)
     return c

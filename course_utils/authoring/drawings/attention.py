@@ -3,94 +3,102 @@ causal mask on a sentence (05)."""
 
 from __future__ import annotations
 
-import math
-
 from ...helpers.palette import INK, KEY, MASK, MUTED, PARAMETER, QUERY, VALUE, weight_colour
-from .registry import drawing
+from .drawing import drawing
 from .svg import Canvas
 
-# Lesson 01's example: three tokens (cat, sat, down) with d_model = 4, projected to d_k = d_v = 2.
+# Lesson 01, section 5: three tokens (cat, sat, down) with d_model = 4, projected to d_k = d_v = 2 by the
+# lesson's fixed matrices; everything else is computed from them.
 _X = [[1, 2, 3, 4], [0, 1, 0, 1], [1, 0, 1, 0]]
 _W_Q = [[1, 0], [0, 1], [1, 1], [0, 0]]
 _W_K = [[0, 1], [1, 0], [0, 0], [1, 1]]
+_W_V = [[1, 1], [0, 0], [0, 1], [1, 0]]
 
 
-def _matmul(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
-    return [[sum(x * y for x, y in zip(row, col)) for col in zip(*b)] for row in a]
+def head_example() -> dict[str, list[list[float]]]:
+    """Lesson 01's head on its three-token sentence, computed as the lesson computes it (the course's
+    ``scaled_dot_product_attention`` in float32): Q, K, V, the raw scores QK^T, the weights
+    softmax(QK^T / sqrt(d_k)) and the output AV."""
+    import torch  # here, not at the top: the other drawings need no PyTorch
+
+    from ...core.attention import scaled_dot_product_attention
+
+    X, W_Q, W_K, W_V = (torch.tensor(m, dtype=torch.float32) for m in (_X, _W_Q, _W_K, _W_V))
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    out, weights = scaled_dot_product_attention(Q, K, V)
+    tensors = {"Q": Q, "K": K, "V": V, "QK": Q @ K.T, "A": weights, "AV": out}
+    return {name: t.tolist() for name, t in tensors.items()}
 
 
-def _weights() -> list[list[float]]:
-    """softmax(QK^T / sqrt(d_k)) of lesson 01's three-token example, row by row."""
-    Q, K = _matmul(_X, _W_Q), _matmul(_X, _W_K)
-    scores = _matmul(Q, [list(col) for col in zip(*K)])
-    rows = []
-    for row in scores:
-        top = max(row)
-        e = [math.exp((s - top) / math.sqrt(2)) for s in row]
-        rows.append([v / sum(e) for v in e])
-    return rows
+def _cell(x: float) -> str:
+    """A number in a cell: integers as they are, fractions to 4 decimals as the lesson prints them."""
+    return str(int(x)) if x == int(x) else f"{x:.4f}"
 
 
 @drawing(
     "qkv_projection", notebook="01", section="5. One head with learned projections",
-    title="One self-attention head: Q, K and V from X, then softmax(QK^T / sqrt(d_k)) V",
-    alt="""Left, the input X: three tokens (cat, sat, down) as the rows of a 3 by 4 matrix, shape (n, d_model).
-    X is multiplied by three learned grey matrices of shape (d_model, d_k) = (4, 2): W_Q gives the queries Q
-    (blue), W_K the keys K (orange), W_V the values V (green), each of shape (n, d_k) = (3, 2), one row per
-    token. Right, the attention: Q times K transposed, divided by the square root of d_k, gives the scores S of
-    shape (n, n); a softmax along each row turns them into the weights A, shaded like the course's heatmaps,
-    each row summing to 1 (here every token puts most of its weight, 0.89 or more, on cat). Finally A times V gives the
-    output, shape (n, d_v) = (3, 2): each token's weighted average of the values.""",
+    title="One self-attention head with the lesson's numbers: Q, K and V from X, then softmax(QK^T / sqrt(d_k)) V",
+    alt="""Left, the input X: three tokens (cat, sat, down) as the rows of a 3 by 4 matrix, shape (n, d_model),
+    with the lesson's numbers: cat = [1, 2, 3, 4], sat = [0, 1, 0, 1], down = [1, 0, 1, 0]. X is multiplied by
+    three learned grey matrices of 0s and 1s of shape (d_model, d_k) = (4, 2): W_Q gives the queries Q (blue),
+    W_K the keys K (orange), W_V the values V (green), each of shape (n, d_k) = (3, 2), one row per token; cat's
+    query is [4, 5], its key [6, 5] and its value [5, 4]. Right, the attention: Q times K transposed gives the
+    raw scores, shape (n, n), with 49, 13 and 5 in cat's row; divided by the square root of d_k and softmaxed
+    along each row they become the weights A, shaded like the course's heatmaps, each row summing to 1: every
+    token puts most of its weight on cat (1.0000, 0.8943 and 0.9998). Finally A times V gives the output,
+    shape (n, d_v) = (3, 2): each token's weighted average of the values, close to cat's value [5, 4].""",
 )
 def qkv_projection() -> Canvas:
-    c = Canvas(800, 520)
+    ex = head_example()
+    c = Canvas(800, 584)
     cell = 22
     c.text(20, 24, "1  project each token three ways", size=15, bold=True, anchor="start")
     c.text(462, 24, "2  attend", size=15, bold=True, anchor="start")
-    c.line((446, 14), (446, 506), colour="#D0D0D0", sw=1.5, arrow=None, dash="4 4")
+    c.line((446, 14), (446, 570), colour="#D0D0D0", sw=1.5, arrow=None, dash="4 4")
+    ints = {"size": 13}
 
     # X, the input: three tokens of d_model = 4.
     x0, y0 = 84, 231
-    c.matrix(x0, y0, 3, 4, cell, "X", ["(n, d_model)", "= (3, 4)"], role=PARAMETER, fill=lambda i, j: "#FFFFFF")
+    c.matrix(x0, y0, 3, 4, cell, "X", ["(n, d_model)", "= (3, 4)"], role=PARAMETER, fill=lambda i, j: "#FFFFFF",
+             text=lambda i, j: _cell(_X[i][j]), **ints)
     for i, token in enumerate(["cat", "sat", "down"]):
         c.text(x0 - 8, y0 + (i + 0.5) * cell, token, size=14, anchor="end")
 
     # Three projections: X W_Q = Q, X W_K = K, X W_V = V.
-    rows = [(110, QUERY, "Q"), (264, KEY, "K"), (418, VALUE, "V")]
+    rows = [(110, QUERY, "Q", _W_Q), (264, KEY, "K", _W_K), (418, VALUE, "V", _W_V)]
     mid = y0 + 1.5 * cell
     trunk = x0 + 4 * cell + 16
     c.line((x0 + 4 * cell + 3, mid), (trunk, mid), arrow=None)
-    for yc, role, name in rows:
+    for yc, role, name, W in rows:
         c.line((trunk, mid), (trunk, yc), (200, yc), arrow=None)
         c.text(210, yc, "×", size=17, colour=INK)
         c.matrix(222, yc - 2 * cell, 4, 2, cell, f"W_{{{name}}}", ["(d_model, d_k)", "= (4, 2)"], role=PARAMETER,
-                 name_size=16)
+                 name_size=16, text=lambda i, j, W=W: _cell(W[i][j]), **ints)
         c.text(313, yc, "=", size=20, colour=INK)
-        c.matrix(334, yc - 1.5 * cell, 3, 2, cell, name, ["(n, d_k)", "= (3, 2)"], role=role)
+        c.matrix(334, yc - 1.5 * cell, 3, 2, cell, name, ["(n, d_k)", "= (3, 2)"], role=role,
+                 text=lambda i, j, M=ex[name]: _cell(M[i][j]), **ints)
         c.text(334 + 2 * cell + 8, yc - 1.5 * cell - 14, f"= XW_{{{name}}}", size=15, colour=role.strong,
                anchor="start")
 
-    # Scores, weights, output.
-    weights = _weights()
+    # Raw scores, weights, output.
     right = 334 + 2 * cell + 4
-    s_x, s_y = 490, 160
-    c.line((right, 110), (462, 110), (462, s_y + 0.8 * cell), (s_x - 4, s_y + 0.8 * cell), colour=QUERY.strong)
-    c.line((right, 264), (474, 264), (474, s_y + 2.2 * cell), (s_x - 4, s_y + 2.2 * cell), colour=KEY.strong)
-    c.matrix(s_x, s_y, 3, 3, cell, "S = QKᵀ/√d_{k}", ["(n, n)", "scores"], role=PARAMETER, name_size=16,
-             fill=lambda i, j: "#FFFFFF")
-    a_x = 644
-    c.line((s_x + 3 * cell + 6, s_y + 1.5 * cell), (a_x - 6, s_y + 1.5 * cell))
-    c.text((s_x + 3 * cell + a_x) / 2, s_y + 1.5 * cell - 14, "softmax", size=14, colour=MUTED)
-    c.text((s_x + 3 * cell + a_x) / 2, s_y + 1.5 * cell + 15, "per row", size=14, colour=MUTED)
-    c.matrix(a_x, s_y, 3, 3, cell, "A (weights)", ["(n, n)", "rows sum to 1"], role=PARAMETER, name_size=16,
-             fill=lambda i, j: weight_colour(weights[i][j]))
+    sc, s_x, s_y = 28, 490, 150
+    c.line((right, 110), (462, 110), (462, s_y + 0.8 * sc), (s_x - 4, s_y + 0.8 * sc), colour=QUERY.strong)
+    c.line((right, 264), (474, 264), (474, s_y + 2.2 * sc), (s_x - 4, s_y + 2.2 * sc), colour=KEY.strong)
+    c.matrix(s_x, s_y, 3, 3, sc, "QKᵀ", ["(n, n)", "raw scores"], role=PARAMETER, name_size=16,
+             fill=lambda i, j: "#FFFFFF", text=lambda i, j: _cell(ex["QK"][i][j]), **ints)
+    ac, a_x = 52, 632
+    c.line((s_x + 3 * sc + 6, s_y + 1.5 * sc), (a_x - 6, s_y + 1.5 * sc))
+    c.text((s_x + 3 * sc + a_x) / 2, s_y + 1.5 * sc - 16, "÷√2,", size=14, colour=MUTED)
+    c.text((s_x + 3 * sc + a_x) / 2, s_y + 1.5 * sc + 16, "softmax", size=14, colour=MUTED)
+    c.matrix(a_x, s_y, 3, 3, ac, "A (weights)", ["(n, n), rows sum to 1"], role=PARAMETER, name_size=16,
+             fill=lambda i, j: weight_colour(ex["A"][i][j]), text=lambda i, j: _cell(round(ex["A"][i][j], 4)), **ints)
 
-    o_x, o_y = 714, 350
-    c.line((a_x + 1.5 * cell, s_y + 3 * cell + 44), (a_x + 1.5 * cell, o_y + 0.8 * cell), (o_x - 5, o_y + 0.8 * cell))
-    c.line((right, 418), (o_x - 36, 418), (o_x - 36, o_y + 2.2 * cell), (o_x - 5, o_y + 2.2 * cell),
-           colour=VALUE.strong)
-    c.matrix(o_x, o_y, 3, 2, cell, "AV", ["(n, d_v)", "= (3, 2)"], role=PARAMETER, fill=lambda i, j: "#FFFFFF")
-    c.text(o_x + cell, o_y - 36, "output", size=14, colour=MUTED)
+    o_x, o_y = 520, 392
+    c.line((a_x + 1.5 * ac, s_y + 3 * ac + 32), (a_x + 1.5 * ac, o_y + 1.5 * ac), (o_x + 2 * ac + 6, o_y + 1.5 * ac))
+    c.line((right, 418), (o_x - 6, 418), colour=VALUE.strong)
+    c.matrix(o_x, o_y, 3, 2, ac, "output AV", ["(n, d_v) = (3, 2)"], role=PARAMETER, name_size=16,
+             fill=lambda i, j: "#FFFFFF", text=lambda i, j: _cell(round(ex["AV"][i][j], 4)), **ints)
     return c
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MUTED, QUERY, RESIDUAL, VALUE
-from .registry import drawing
+from .drawing import drawing
 from .svg import Canvas, num
 
 _BAND = "#F4F4F4"  # the layers' background
@@ -27,8 +27,9 @@ def _hop(c: Canvas, x0: float, x1: float, y: float, height: float, *, colour: st
     and copies that token into its own stream (faint arrows from each position to the next). The one that
     matters: at the position of B, the head reads A from the position before and writes "my previous token
     was A" into B's stream, drawn as a tag on that stream. Layer 2 (upper band) holds the induction head. At
-    the last position, the current token A forms a query (blue) that asks for a position whose previous token
-    was A; the tag on B's stream serves as the matching key (orange), so the head attends to B's position
+    the last position, the current token A forms a query (blue) that asks "which position's previous token
+    was A?"; the tag on B's stream, "my previous token was A", serves as the matching key (orange), so the
+    head attends to B's position
     and copies its value, the token B (green arrow), into the last position's stream. The model predicts B:
     the token that followed the earlier A. Neither head can do it alone: layer 2's key exists only because
     layer 1 wrote it.""",
@@ -57,16 +58,16 @@ def induction_circuit() -> Canvas:
             _hop(c, xs[k - 1], xs[k], 394, 30, colour="#ADADAD", sw=1.5)
     _hop(c, xs[1], xs[2], 394, 38, colour=VALUE.strong, sw=2.8)
     c.text((xs[1] + xs[2]) / 2, 350, "A", size=15, bold=True, colour=VALUE.strong)
-    c.box(xs[2] - 46, 278, 92, 30, "prev = A", role=DATA, size=15, bold=True)
-    c.lines(40, 293, ["layer 1 wrote this", "into B's stream"], size=13, colour=MUTED, anchor="start")
+    c.box(xs[2] - 68, 266, 136, 48, ["my previous", "token was A"], role=DATA, size=14, bold=True)
+    c.lines(40, 290, ["layer 1 wrote this", "into B's stream"], size=13, colour=MUTED, anchor="start")
 
-    # Layer 2: the last A asks for "prev = A", matches B's position, copies B.
-    c.text(xs[2], 208, "key", size=13, bold=True, colour=KEY.strong)
-    c.box(xs[2] - 46, 218, 92, 28, "prev = A", role=KEY, size=14)
-    c.text(xs[5], 208, "query", size=13, bold=True, colour=QUERY.strong)
-    c.box(xs[5] - 46, 218, 92, 28, "prev = A?", role=QUERY, size=14)
-    c.line((xs[5] - 50, 232), (xs[2] + 50, 232), colour=INK, sw=1.8, dash="6 4", arrow="both")
-    c.text((xs[3] + xs[4]) / 2, 218, "match", size=13, colour=INK, halo=_BAND)
+    # Layer 2: the last A asks which position's previous token was A, matches B's position, copies B.
+    c.text(xs[2], 194, "key", size=13, bold=True, colour=KEY.strong)
+    c.box(xs[2] - 68, 204, 136, 46, ["my previous", "token was A"], role=KEY, size=14)
+    c.text(692, 194, "query", size=13, bold=True, colour=QUERY.strong)
+    c.box(600, 204, 184, 46, ["which position's previous", "token was A?"], role=QUERY, size=14)
+    c.line((596, 227), (xs[2] + 72, 227), colour=INK, sw=1.8, dash="6 4", arrow="end")
+    c.text((xs[2] + 68 + 600) / 2, 242, "match", size=13, colour=INK, halo=_BAND)
     _hop(c, xs[2], xs[5], 180, 34, colour=VALUE.strong, sw=2.8)
     c.text((xs[2] + xs[5]) / 2, 142, "attends to B's position, copies its value: B", size=14, bold=True,
            colour=VALUE.strong, halo=_BAND)

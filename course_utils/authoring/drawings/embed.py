@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import nbformat
 
-from .registry import Drawing
+from .drawing import Drawing
 from .svg import esc
 
 MARKER = re.compile(r"<!--\s*drawing:\s*([A-Za-z0-9_]+)\s*-->")

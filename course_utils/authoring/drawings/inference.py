@@ -3,8 +3,10 @@ attention over key blocks (16)."""
 
 from __future__ import annotations
 
+import math
+
 from ...helpers.palette import DATA, HIGHLIGHT, INK, KEY, MASK, MUTED, PARAMETER, QUERY, VALUE, weight_colour
-from .registry import drawing
+from .drawing import drawing
 from .svg import Canvas
 
 _PROMPT = ["the", "cat", "sat", "on"]
@@ -99,6 +101,36 @@ def kv_cache() -> Canvas:
     return c
 
 
+ROW_16 = [2.0, 5.0, 1.0, 7.0]  # lesson 16, section 2: the row whose running maximum and sum it traces
+
+
+def _running_sum(c: Canvas, y: float) -> None:
+    """The running maximum m and sum l of one row, read one element at a time: at each step the old sum
+    (grey) shrinks by e^(m - m_new) when the maximum grows, and the new term e^(x_j - m_new) (orange) is added."""
+    c.text(20, y, "the running max m and sum l of one row, the lesson's [2, 5, 1, 7], one key at a time:", size=15,
+           bold=True, anchor="start")
+    m, l, unit, x0, step = -math.inf, 0.0, 96, 40, 190
+    for j, x in enumerate(ROW_16):
+        m_new = max(m, x)
+        old, new = l * math.exp(m - m_new), math.exp(x - m_new)
+        cx = x0 + j * step
+        c.box(cx, y + 20, 64, 30, f"x = {x:g}", role=KEY, size=14, bold=True)
+        grew = m_new > m
+        c.text(cx + 74, y + 35, (f"m: {m:g} → {m_new:g}" if j else f"m = {m_new:g}") if grew else f"m stays {m:g}",
+               size=14, anchor="start", bold=grew)
+        scale = f"old l × e^{{{m:g} − {m_new:g}}}" if j and grew else ("old l × 1" if j else "l = 0 to start")
+        c.text(cx, y + 74, scale, size=15, anchor="start", colour=MUTED)
+        if old:
+            c.rect(cx, y + 94, old * unit, 26, fill="#D9D9D9", stroke=MUTED, sw=1.2)
+        c.rect(cx + old * unit, y + 94, new * unit, 26, fill=KEY.light, stroke=KEY.strong, sw=1.2)
+        c.text(cx, y + 138, f"+ e^{{{x:g} − {m_new:g}}}: l = {old + new:.4f}", size=15, anchor="start")
+        if j:
+            c.line((cx - 22, y + 107), (cx - 8, y + 107), sw=1.5)
+        m, l = m_new, old + new
+    weights = ", ".join(f"{math.exp(x - m) / l:.4f}" for x in ROW_16)
+    c.text(400, y + 172, f"after the last key: softmax = e^{{x − m}} / l = [{weights}]", size=15)
+
+
 @drawing(
     "tiled_attention", notebook="16", section="attention over key blocks",
     title="Tiled attention: one query block, key and value blocks streamed with a running max and sum",
@@ -111,10 +143,14 @@ def kv_cache() -> Canvas:
     acc of exp-weighted values (n_q by d_v). For each block: m_new = max(m, rowmax S_j); P = exp(S_j - m_new);
     l becomes l times exp(m - m_new) plus the row sums of P; acc becomes acc times exp(m - m_new) plus P V_j;
     then m = m_new. The factor exp(m - m_new) rescales what was summed under the old maximum. After the last
-    block the output is acc / l, equal to softmax(Q K transposed / sqrt(d_k)) V.""",
+    block the output is acc / l, equal to softmax(Q K transposed / sqrt(d_k)) V. Along the bottom, the same
+    update pictured on the lesson's row 2, 5, 1, 7, one element at a time, the sum l drawn as a bar: the old sum
+    (grey) shrinks by exp(m - m_new) whenever the maximum grows and the new term (orange) is added: m goes 2, 5,
+    5, 7 and l goes 1.0000, 1.0498, 1.0681, 1.1446; at the end the softmax is exp(x - m) / l = 0.0059, 0.1182,
+    0.0022, 0.8737.""",
 )
 def tiled_attention() -> Canvas:
-    c = Canvas(800, 600)
+    c = Canvas(800, 640)
     cell, nq, b, d = 22, 4, 4, 3
     gap = 12
     sx, ky, sy = 150, 64, 170  # left of the first key block; top of K^T; top of the scores
@@ -159,19 +195,8 @@ def tiled_attention() -> Canvas:
     c.lines(rx + 80, sy + nq * cell + 62, ["updated from S_{1} and V_{1},", "then S_{1} is dropped"], size=15)
     c.lines(rx + 80, 380, ["never held: the whole", "(n, m) score matrix"], size=14, colour=MUTED)
 
-    # The update, step by step.
-    steps = [
-        "for each key block j:",
-        "  S_j   = Q K_jᵀ / √d_k                    the scores of this block only",
-        "  m_new = max(m, rowmax(S_j))              the largest score so far",
-        "  P     = exp(S_j − m_new)",
-        "  l     = l · exp(m − m_new) + rowsum(P)   old sum rescaled, new added",
-        "  acc   = acc · exp(m − m_new) + P V_j     the same for the values",
-        "  m     = m_new",
-        "after the last block: output = acc / l, equal to softmax(Q Kᵀ / √d_k) V",
-    ]
-    for k, line in enumerate(steps):
-        c.text(40, 436 + 20 * k, line, size=13, mono=True, anchor="start", colour=INK)
+    # The update, pictured on lesson 16's own row, one key at a time.
+    _running_sum(c, 446)
     return c
 
 

@@ -1,23 +1,37 @@
-"""Which drawings the course has: each one's name, notebook, title and alt text, beside the code that draws it.
-
-A drawing function is registered with ``@drawing(...)``; its alt text is written there, next to the
-source. ``NAMES`` fixes the names (notebook owners place ``<!-- drawing: NAME -->`` markers with them)
-and their order.
-"""
+"""Which drawings the course has, in order: ``NAMES`` fixes the names (notebook owners place
+``<!-- drawing: NAME -->`` markers with them) and ``drawings()`` collects each one from the module that
+draws it (a ``Drawing`` made by ``@drawing(...)``, see ``drawing``). Imports run one way: this module
+imports the drawing modules, they import ``drawing`` and ``svg``, never this one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from types import ModuleType
 
-from .svg import Canvas
+from . import architectures, attention, circuits, inference, masks, patterns, positions, worked
+from .drawing import Drawing
 
-NAMES = (
+MODULES: tuple[ModuleType, ...] = (attention, worked, masks, patterns, architectures, positions, inference, circuits)
+
+NAMES = (  # in the order of the lessons
+    "softmax_numbers",
     "qkv_projection",
+    "scaling_numbers",
+    "padding_causal_mask",
+    "heatmap_reading",
+    "two_heads_vs_one",
     "heads_split_merge",
+    "mha_mask_conventions",
     "decoder_step",
     "causal_mask_sentence",
+    "masked_scores_numbers",
+    "cross_attention_who_reads",
+    "decoder_layer",
+    "head_patterns",
+    "seq2seq_bottleneck",
+    "order_blindness",
+    "positional_clock_hands",
     "transformer_block",
+    "next_token_shift",
     "lm_stack",
     "kv_cache",
     "tiled_attention",
@@ -27,43 +41,17 @@ NAMES = (
 )
 
 
-@dataclass(frozen=True)
-class Drawing:
-    """One drawing: where it belongs and what it says in words (``alt``, also the SVG's ``<desc>``)."""
-
-    name: str
-    notebook: str  # the lesson it belongs to, e.g. "01" or "03/03b"
-    section: str  # where in that lesson: what the prose next to it explains
-    title: str  # short, the SVG's <title>
-    alt: str  # what a reader who cannot see it needs: the structure, in full sentences
-    draw: Callable[[], Canvas]
-
-    def svg(self) -> str:
-        return self.draw().to_svg(self.title, self.alt)
-
-
-_REGISTERED: dict[str, Drawing] = {}
-
-
-def drawing(name: str, *, notebook: str, section: str, title: str, alt: str):
-    """Register the decorated function (no arguments, returns a ``Canvas``) as drawing ``name``."""
-    if name not in NAMES:
-        raise ValueError(f"unknown drawing name {name!r}; the names are {NAMES}")
-    if not alt.strip() or not title.strip():
-        raise ValueError(f"drawing {name!r} needs a title and an alt text")
-
-    def register(fn: Callable[[], Canvas]) -> Callable[[], Canvas]:
-        _REGISTERED[name] = Drawing(name, notebook, section, title, " ".join(alt.split()), fn)
-        return fn
-
-    return register
-
-
 def drawings() -> dict[str, Drawing]:
-    """Every drawing, in the order of ``NAMES``."""
-    from . import architectures, attention, circuits, inference, rope  # noqa: F401 (registering imports)
-
-    missing = [n for n in NAMES if n not in _REGISTERED]
-    if missing:
-        raise RuntimeError(f"drawings without a source: {missing}")
-    return {n: _REGISTERED[n] for n in NAMES}
+    """Every drawing, in the order of ``NAMES``; RuntimeError for a name drawn nowhere, drawn twice or not listed."""
+    found: dict[str, Drawing] = {}
+    for module in MODULES:
+        for d in vars(module).values():
+            if isinstance(d, Drawing):
+                if d.name in found and found[d.name] is not d:
+                    raise RuntimeError(f"drawing {d.name!r} is drawn twice")
+                found[d.name] = d
+    missing = [n for n in NAMES if n not in found]
+    unlisted = [n for n in found if n not in NAMES]
+    if missing or unlisted:
+        raise RuntimeError(f"drawings without a source: {missing}; drawings missing from NAMES: {unlisted}")
+    return {n: found[n] for n in NAMES}
