@@ -180,7 +180,36 @@ def call(fn: Callable, *args, case: str = "", **kwargs):
         raise StudentCrash(err, case) from None
     if run is not None:
         run.returned += 1
+    _same_device(result, args, kwargs, case)
     return result
+
+
+def _tensors(value, depth: int = 0):
+    """The tensors in a result or in arguments (inside tuples, lists and dicts)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)) and depth < 3:
+        for v in value:
+            yield from _tensors(v, depth + 1)
+    elif isinstance(value, dict) and depth < 3:
+        for v in value.values():
+            yield from _tensors(v, depth + 1)
+
+
+def _same_device(result, args: tuple, kwargs: dict, case: str) -> None:
+    """A Hint if the student's result holds a tensor on another device than their inputs (every input a
+    checker passes is on the CPU, or on the device it names): the result cannot be compared, and would
+    not mix with the inputs in the next cell."""
+    given = {t.device for t in _tensors((args, kwargs))} | {a for a in (*args, *kwargs.values())
+                                                           if isinstance(a, torch.device)}
+    given = given or {torch.empty(0).device}
+    for t in _tensors(result):
+        if t.device not in given:
+            where = ", ".join(sorted(f"'{d}'" for d in map(str, given)))
+            raise Hint(f"your result is on device '{t.device}', the inputs on {where}: create every new tensor on the "
+                       "inputs' device (device=x.device, torch.zeros_like(x), x.new_zeros(...)) and do not move the "
+                       "result (no .to(...), .cuda() or .cpu())."
+                       + (" A 'meta' tensor holds no values at all." if t.device.type == "meta" else ""), case)
 
 
 def call_setup(fn: Callable, *args, case: str = "", **kwargs):
@@ -293,6 +322,9 @@ def expect_tensor(value, what: str) -> torch.Tensor:
 def as_float(value, what: str, verb: str = "should be") -> float:
     """A number from a Python/NumPy scalar, a 0-d array or a one-element tensor (never a bool or a string)."""
     if isinstance(value, torch.Tensor):
+        if value.device.type == "meta":
+            raise Hint(f"{what} returned a tensor on the 'meta' device, which holds no values: compute it from the "
+                       "inputs, on their device.")
         if value.numel() != 1:
             raise Hint(f"{what} returned a tensor of shape {tuple(value.shape)}: return one number.")
         if value.dtype == torch.bool or value.is_complex():
