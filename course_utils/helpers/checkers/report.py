@@ -181,6 +181,7 @@ def call(fn: Callable, *args, case: str = "", **kwargs):
     if run is not None:
         run.returned += 1
     _same_device(result, args, kwargs, case)
+    _no_precision_lost(result, args, kwargs, case)
     return result
 
 
@@ -210,6 +211,21 @@ def _same_device(result, args: tuple, kwargs: dict, case: str) -> None:
                        "inputs' device (device=x.device, torch.zeros_like(x), x.new_zeros(...)) and do not move the "
                        "result (no .to(...), .cuda() or .cpu())."
                        + (" A 'meta' tensor holds no values at all." if t.device.type == "meta" else ""), case)
+
+
+def _no_precision_lost(result, args: tuple, kwargs: dict, case: str) -> None:
+    """A Hint if a float tensor of the result has less precision than every float input (float16 out of
+    float32 inputs): its values then miss by more than any tolerance, and a value hint would name a mistake
+    that was not made. (Whether float64 out of float32 is fine depends on the task: its checker decides.)"""
+    given = [t.dtype for t in _tensors((args, kwargs)) if t.is_floating_point()]
+    if not given:
+        return
+    finest = min(given, key=lambda d: torch.finfo(d).eps)
+    for t in _tensors(result):
+        if t.is_floating_point() and torch.finfo(t.dtype).eps > torch.finfo(finest).eps:
+            raise Hint(f"your result has dtype {t.dtype}, the inputs {finest}: keep the inputs' dtype (no .half(), "
+                       ".bfloat16() or torch.tensor(...) copies; create new tensors with dtype=x.dtype). In "
+                       f"{t.dtype} the values are off by more than the checks allow.", case)
 
 
 def call_setup(fn: Callable, *args, case: str = "", **kwargs):
