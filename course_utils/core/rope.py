@@ -5,9 +5,8 @@ rotated by the angle ``p * w_i`` with ``w_i = base ** (-2i / d)``, the frequenci
 sinusoidal encoding. Rotations compose: ``R(p)^T R(q) = R(q - p)``, so the score
 ``rope(q, p) . rope(k, p')`` depends on the positions only through the offset ``p' - p``.
 (Some libraries pair feature ``i`` with ``i + d/2`` instead; the property is the same.)
-Angles, cos and sin are computed in float64 and cast to x's dtype (float32 at least) before the
-rotation: in float32 the angle of position 8192 is already off by 5e-4, and the positions 2**25 and
-2**25 + 1 are the same number. Built in notebook 17.
+Angles, cos and sin are computed in float64, then cast (float32 at least): in float32 the angle of
+position 8192 is off by 5e-4, and 2**25 + 1 == 2**25. Built in notebook 17.
 
 Shapes: ``T`` positions, ``d`` features (even), ``...`` any leading dimensions such as ``(B, h)``.
 """
@@ -43,8 +42,7 @@ def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> Tensor:
 
 
 def _cos_sin(start: int, T: int, d: int, base: float, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
-    """cos and sin of the angles of positions ``start .. start + T - 1``, ``(T, d/2)`` each: computed in float64
-    (exact positions up to 2**53; on the CPU for a device without float64, MPS) and cast to ``dtype``."""
+    """cos, sin ``(T, d/2)`` of positions ``start .. start + T - 1`` in float64 (on the CPU for MPS), cast to ``dtype``."""
     if start + T > 2**53:
         raise ValueError(f"positions must stay below 2**53 to be exact in float64, got offset + T = {start + T}")
     where = torch.device("cpu") if device.type == "mps" else device

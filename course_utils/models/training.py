@@ -176,6 +176,10 @@ class Trainer:
 
     def _take_step(self, batch) -> None:
         loss = self.batch_loss(batch)
+        if not isinstance(loss, Tensor) or loss.numel() != 1 or not loss.requires_grad:
+            raise ValueError("batch_loss must return the scalar loss, a one-element tensor that requires grad, got "
+                             + (f"shape {tuple(loss.shape)}, requires_grad={loss.requires_grad}"
+                                if isinstance(loss, Tensor) else type(loss).__name__))
         self.optimizer.zero_grad()
         loss.backward()
         if self.clip is not None:
