@@ -24,20 +24,25 @@ def _fill(value):
     return lambda s, m: torch.softmax(s.masked_fill(~m, value(s) if callable(value) else value), -1) * m
 
 
-@pytest.mark.parametrize("fill", [-1000.0, -1e4 / 2, -1e9, -1e30, lambda s: torch.finfo(torch.float32).min])
-def test_01b_any_finite_fill_but_the_dtypes_minimum_fails(fill, capsys):
+@pytest.mark.parametrize("fill", [-1000.0, -1e4 / 2, -1e4])
+def test_01b_a_fill_inside_the_scores_the_task_promises_fails(fill, capsys):
+    """The task promises "no NaN, also for scores in the thousands": a fill of -1e4 or above loses there."""
     _all_wrong(check_masked_softmax, _fill(fill), "not low enough")
 
 
-@pytest.mark.parametrize("answer", [_fill(lambda s: torch.finfo(s.dtype).min),
+@pytest.mark.parametrize("answer", [_fill(lambda s: torch.finfo(s.dtype).min), _fill(-1e9), _fill(-1e30),
+                                    _fill(lambda s: torch.finfo(torch.float32).min),
+                                    lambda s, m: torch.softmax(s + (~m) * -1e9, -1) * m,  # the Annotated Transformer's
                                     lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -1).nan_to_num(0.0)])
-def test_01b_the_dtypes_minimum_or_minus_inf_pass(answer, capsys):
+def test_01b_any_fill_far_below_the_promised_scores_passes(answer, capsys):
+    """The hidden cases stay inside the task's promise (scores in the thousands), so -1e9 (added as a
+    bias, as in the Annotated Transformer, or filled) is right, as are the dtype's minimum and -inf."""
     assert all(_verdicts(check_masked_softmax, answer))
 
 
-def test_01b_hidden_cases_put_allowed_scores_below_every_finite_fill():
+def test_01b_hidden_cases_stay_inside_the_promise_and_reach_its_edge():
     cases = list(scaling_and_masks._extreme_cases(torch.Generator().manual_seed(0)))
-    lowest = {s.dtype: s.masked_fill(~m.expand_as(s), 0).min().item() for _, s, m in cases}
-    assert lowest[torch.float32] <= -3e38 and lowest[torch.float64] <= -1e300
-    assert any(((s >= 3e38) & m).any(-1).logical_and(((s <= -3e38) & m).any(-1)).any() for _, s, m in cases)
-    assert any((s[m] > -2e4).all() and (s[m] <= -1e4).all() for _, s, m in cases)  # near -1e4, below a fill of -1000
+    assert all(s.abs().max() <= 2e4 for _, s, _ in cases)  # "scores in the thousands", no -3e38
+    assert {s.dtype for _, s, _ in cases} == {torch.float32, torch.float64}
+    assert any((s[m.expand_as(s)] <= -1e4).all() for _, s, m in cases)  # a fill of -1e4 loses there
+    assert any(((s >= 5e3) & m).any() for _, s, m in cases)  # exp(5000) overflows without the maximum subtracted

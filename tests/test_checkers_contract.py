@@ -49,7 +49,7 @@ def _encode(x, arrays: list, strict: bool):
     if isinstance(x, torch.Tensor):
         t = x.detach().cpu()
         arrays.append((t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy())
-        return {"$tensor": len(arrays) - 1, "dtype": str(t.dtype).replace("torch.", "")}
+        return {"$tensor": len(arrays) - 1, "dtype": str(t.dtype).replace("torch.", ""), "grad": x.requires_grad}
     if isinstance(x, np.ndarray) and x.dtype.kind != "O":
         arrays.append(x)
         return {"$array": len(arrays) - 1}
@@ -77,7 +77,8 @@ def _decode(x, arrays: list, made: list):
     if isinstance(x, dict):
         if "$tensor" in x:
             t = torch.from_numpy(arrays[x["$tensor"]].copy())
-            return t.view(torch.bfloat16) if x["dtype"] == "bfloat16" else t
+            t = t.view(torch.bfloat16) if x["dtype"] == "bfloat16" else t
+            return t.requires_grad_() if x.get("grad") else t  # requires_grad crosses (rule 2)
         if "$array" in x:
             return arrays[x["$array"]].copy()
         if "$scalar" in x:

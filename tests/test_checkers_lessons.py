@@ -149,11 +149,10 @@ def test_masked_softmax_accepts_correct_answers(fn, capsys):
     (lambda s, m: s.masked_fill_(~m, -1e9).softmax(-1) * m, "in place"),
     (lambda s, m: ms_finfo(s, m)[..., 0], "shape"),
     (lambda s, m: ms_finfo(s.float(), m), "dtype"),
-    # issue 24: a finite fill is not low enough once every allowed score of a row lies below it
+    # issue 24: a finite fill is not low enough once every allowed score of a row lies below it (issue 33: only
+    # inside the scores the task promises, "in the thousands": -1e9 is right, test_checkers_issue24.py)
     (_finite_fill(-1000.0), "not low enough"),
-    (_finite_fill(-1e9), "not low enough"),
-    (_finite_fill(-1e30), "not low enough"),
-    (_finite_fill(lambda s: torch.finfo(torch.float32).min), "not low enough"),  # float32's minimum on float64 too
+    (_finite_fill(-1e4), "not low enough"),
     (lambda s, m: torch.softmax(s.masked_fill(~m, -1000.0), -1), "1/m everywhere"),  # the other mistake, named first
 ])
 def test_masked_softmax_rejects_known_mistakes(fn, needle, capsys):

@@ -428,7 +428,6 @@ VALID_OTHER_TYPES = {
                            lambda *a: tuple(tuple(np.int64(s) for s in shape) for shape in shapes(*a))),
     "shapes: torch.Size and lists": (checkers.check_cross_attention_shapes,
                                      lambda *a: (torch.Size(shapes(*a)[0]), list(shapes(*a)[1]))),
-    "head_entropy: float64": (checkers.check_head_entropy, lambda w: head_entropy(w.double())),
     "strongest_source: int32": (checkers.check_strongest_source, lambda w: strongest_source(w).int()),
 }
 
@@ -437,6 +436,13 @@ VALID_OTHER_TYPES = {
 def test_valid_answers_of_other_types_are_accepted(name, capsys):
     check, answer = VALID_OTHER_TYPES[name]
     assert check(answer).status == "correct", capsys.readouterr().out
+
+
+def test_float64_is_rejected_where_the_next_cell_compares_with_allclose(capsys):
+    """07's next cell runs torch.allclose(yours, course's): float64 out of float32 weights would raise there."""
+    result = checkers.check_head_entropy(lambda w: head_entropy(w.double()))
+    assert result.status == "wrong" and "torch.float64" in result.hint and "allclose" in result.hint, result.hint
+    capsys.readouterr()
 
 
 def test_a_type_the_task_demands_is_named_when_rejected(capsys):

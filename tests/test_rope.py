@@ -166,3 +166,42 @@ def test_rope_offsets_and_positions_are_whole_numbers():
     assert torch.allclose(rope_rotation_matrix(-3, 4), rope_rotation_matrix(3, 4).T)
     with pytest.raises(ValueError, match="position must be an integer"):
         rope_rotation_matrix(2.5, 4)
+
+
+# --- issue 33: float32 precision at long positions --------------------------------------------------------
+
+
+def _reference64(x: torch.Tensor, offset: int) -> torch.Tensor:
+    """Oracle: the rotation computed from math.cos/sin of exact float64 angles, on float64 x."""
+    T, d = x.shape[-2], x.shape[-1]
+    out = torch.empty_like(x, dtype=torch.float64)
+    xd = x.double()
+    for t in range(T):
+        p = offset + t
+        for i in range(d // 2):
+            a = p * 10000.0 ** (-2 * i / d)
+            c, s = math.cos(a), math.sin(a)
+            out[..., t, 2 * i] = xd[..., t, 2 * i] * c - xd[..., t, 2 * i + 1] * s
+            out[..., t, 2 * i + 1] = xd[..., t, 2 * i] * s + xd[..., t, 2 * i + 1] * c
+    return out
+
+
+@pytest.mark.parametrize("offset", [0, 4090, 8180])
+def test_float32_rope_is_within_1e_4_of_float64_up_to_position_8192(offset):
+    x = torch.ones(2, 12, 16)  # all ones: the worst case for an angle error (both features of a pair count)
+    x[1] = torch.randn(12, 16, generator=torch.Generator().manual_seed(offset))
+    got = apply_rope(x, offset)
+    assert got.dtype == torch.float32
+    err = (got.double() - _reference64(x, offset)).abs().max().item()
+    assert err < 1e-4, err
+    R = rope_rotation_matrix(offset + 11, 16, dtype=torch.float32)
+    assert (R.double() - rotation_by_hand(offset + 11, 16)).abs().max().item() < 1e-6
+
+
+def test_float32_rope_tells_adjacent_positions_apart_at_2_25():
+    x = torch.ones(2, 16)
+    y = apply_rope(x, offset=2**25)
+    assert not torch.equal(y[0], y[1])  # in float32 arithmetic 2**25 + 1 == 2**25: the angles come from float64
+    assert (y.double() - _reference64(x, 2**25)).abs().max().item() < 1e-4
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        apply_rope(x, offset=2**53)

@@ -81,6 +81,42 @@ def test_the_course_adam_is_pytorchs_adam_bit_for_bit():
         assert torch.equal(p, q)
 
 
+def test_the_course_adam_counts_steps_per_parameter_as_pytorch_does():
+    """Issue 33: a parameter without a gradient in some steps (a head that is switched off, an embedding row
+    not in the batch) gets PyTorch's bias corrections for ITS step count, bit for bit."""
+    torch.manual_seed(1)
+    ours = nn.ModuleList([nn.Linear(4, 3), nn.Linear(4, 3)])
+    theirs = nn.ModuleList([nn.Linear(4, 3), nn.Linear(4, 3)])
+    theirs.load_state_dict(ours.state_dict())
+    a, b = Adam(ours.parameters(), lr=0.02), torch.optim.Adam(theirs.parameters(), lr=0.02)
+    for step in range(25):
+        x = torch.randn(6, 4)
+        for net, opt in ((ours, a), (theirs, b)):
+            opt.zero_grad()
+            used = net[:1] if step % 3 else net  # the second layer skips two steps out of three
+            sum(layer(x).pow(2).sum() for layer in used).backward()
+            opt.step()
+        for p, q in zip(ours.parameters(), theirs.parameters()):
+            assert torch.equal(p, q), step
+
+
+def test_the_course_adam_takes_what_pytorchs_takes_and_rejects_bad_betas():
+    w = nn.Parameter(torch.ones(3))
+    with pytest.raises(TypeError, match="iterable of tensors"):
+        Adam(w, lr=0.1)  # torch.optim.Adam raises TypeError for one tensor too
+    with pytest.raises(TypeError):
+        torch.optim.Adam(w, lr=0.1)
+    opt = Adam([w], lr=0.1)
+    w.sum().backward()
+    opt.step()
+    assert not torch.equal(w.detach(), torch.ones(3))
+    for betas in [(1.0, 0.999), (0.9,), (0.9, 1.0), (0.9, 1), (-0.1, 0.9), (0.9, float("nan")), "ab", 0.9]:
+        with pytest.raises(ValueError, match="betas"):
+            Adam([w], lr=0.1, betas=betas)
+    with pytest.raises(ValueError, match="non-empty"):
+        Adam([], lr=0.1)
+
+
 def test_it_learns_and_calls_back_and_logs(capsys):
     model, batch_loss, true_w = _problem()
     seen = []

@@ -116,7 +116,7 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
     "padding_mask": (masks.padding_mask, dict(tokens=TOKENS, pad_id=0), {
         "tokens": tensor_kinds(TOKENS), "pad_id": INT}),
     # --- core/metrics.py -------------------------------------------------------------------------------------
-    "attention_entropy": (metrics.attention_entropy, dict(weights=MASK35.float() / 5), {
+    "attention_entropy": (metrics.attention_entropy, dict(weights=torch.full((3, 5), 0.2)), {
         "weights": [[0.5, 0.5], np.full(4, 0.25), torch.ones(3, dtype=torch.long), torch.tensor(0.5)]}),
     "mean_attention_distance": (metrics.mean_attention_distance, dict(weights=torch.full((3, 3), 1 / 3)), {
         "weights": tensor_kinds(torch.full((3, 3), 1 / 3))}),
@@ -381,10 +381,90 @@ TABLE: dict[str, tuple[Callable, dict, dict[str, list]]] = {
         "query": [[3], R_QUERY.float(), torch.tensor([-1])]}),
 }
 
+# --- issue 33: the classes of bad values the first table missed: empty inputs (a 0-size dimension), weights
+# that are no distribution (a negative weight, a row summing to 2, NaN), NaN where a number is read, and wrong
+# types (a float where an integer id is meant, a string seed); and the training and induction modules' functions.
+from course_utils.models import induction, seq2seq_training, training  # noqa: E402
+
+UNIFORM = torch.full((2, 2, 3, 4), 0.25)
+NEGATIVE_ROW = torch.tensor([[0.5, 0.7, -0.2]])
+NOT_A_DISTRIBUTION = [NEGATIVE_ROW, torch.tensor([[1.0, 1.0]]), torch.tensor([[NAN, 1.0]])]
+COPY = induction.repeat_batch(2, 8, 3, vocab_size=10, generator=torch.Generator().manual_seed(0))
+NO_COPY = induction.CopyBatch(COPY.tokens, torch.full_like(COPY.source, -1))
+AOT = induction.AttentionOnlyTransformer(10, 8, d_model=8, num_layers=1)
+with torch.no_grad():
+    AOT_LOGITS = AOT(COPY.tokens)[0]
+PAIR = (torch.tensor([[1, 2, 3], [3, 0, 0]]), torch.tensor([[1, 2, 3], [3, 0, 0]]))
+LINEAR = nn.Linear(2, 1)
+
+
+def _loss(output):
+    return lambda generator: output(LINEAR.weight)
+
+
+CLASSES: dict[str, tuple[Callable, dict, dict[str, list]]] = {
+    "grouped_query_attention (no key/value heads)": (attention.grouped_query_attention, dict(Q=Q4, K=KV4, V=KV4), {
+        "K": [randn(1, 0, 5, 4)], "V": [randn(1, 0, 5, 4)]}),
+    "attention_entropy (no distribution)": (metrics.attention_entropy, dict(weights=torch.full((3, 5), 0.2)), {
+        "weights": NOT_A_DISTRIBUTION}),
+    "strongest_source (no keys, NaN)": (metrics.strongest_source, dict(weights=UNIFORM), {
+        "weights": [torch.zeros(2, 2, 3, 0), UNIFORM.masked_fill(UNIFORM > 0, NAN), -UNIFORM]}),
+    "classify_heads (NaN)": (metrics.classify_heads, dict(distance=torch.tensor([0.5, 2.0]), n=8), {
+        "distance": [torch.tensor([NAN, 2.0])]}),
+    "alignment_accuracy (no distribution)": (dates.alignment_accuracy, dict(weights=WEIGHTS, spans=DATE_DATA.spans), {
+        "weights": [torch.full_like(WEIGHTS, NAN), -WEIGHTS]}),
+    "stepwise_logits (no tokens)": (language_model.stepwise_logits, dict(model=LM, tokens=TOKENS), {
+        "tokens": [torch.zeros(1, 0, dtype=torch.long)]}),
+    "RecallAttention.forward (no pairs)": (RECALL, dict(keys=R_KEYS, values=R_VALUES, query=R_QUERY), {
+        "keys": [R_KEYS[:, :0]]}),
+    "sequence_loss": (seq2seq_training.sequence_loss, dict(logits=randn(2, 3, 5), tgt=torch.ones(2, 3, dtype=torch.long)), {
+        "logits": tensor_kinds(randn(2, 3, 5)), "tgt": [torch.ones(2, 3), torch.ones(2, 4, dtype=torch.long),
+                                                        torch.zeros(2, 3, dtype=torch.long)],  # every target padding
+        "pad_id": INT}),
+    "token_accuracy": (seq2seq_training.token_accuracy, dict(pred=PAIR[0], target=PAIR[1]), {
+        "pred": [PAIR[0].tolist(), PAIR[0][:1]], "target": [PAIR[1][:, :0], torch.zeros(2, 3, dtype=torch.long)],
+        "pad_id": INT}),
+    "exact_match_accuracy (no sequences)": (seq2seq_training.exact_match_accuracy, dict(pred=PAIR[0], target=PAIR[1]), {
+        "pred": [PAIR[0][:0]], "target": [PAIR[1][:0]], "pad_id": INT}),
+    "held_out": (induction.held_out, dict(period=3, count=2), {
+        "period": COUNT, "count": COUNT, "vocab_size": COUNT, "seed": INT + ["x"]}),
+    "AttentionOnlyTransformer.forward": (AOT, dict(tokens=COPY.tokens), {
+        "tokens": tensor_kinds(COPY.tokens) + [COPY.tokens[:, :0], COPY.tokens + 10]}),
+    "copy_losses": (induction.copy_losses, dict(logits=AOT_LOGITS, batch=COPY), {
+        "logits": tensor_kinds(AOT_LOGITS) + [AOT_LOGITS[:, :-1]], "batch": [COPY.tokens, None]}),
+    "copy_accuracy": (induction.copy_accuracy, dict(model=AOT, batch=COPY), {
+        "model": [nn.Linear(2, 2), nn.Embedding(3, 2), None], "batch": [NO_COPY, COPY.tokens]}),
+    "train_steps (the loss)": (training.train_steps, dict(model=LINEAR, batch_loss=_loss(lambda w: w.sum()), steps=1,
+                                                           lr=0.1), {
+        "batch_loss": [_loss(lambda w: w.sum(0)), _loss(lambda w: w.sum().item()), _loss(lambda w: w.sum().detach())],
+        "steps": COUNT, "lr": POS_FLOAT}),
+    "Adam": (training.Adam, dict(params=[LINEAR.weight], lr=0.1), {
+        "params": [LINEAR.weight, [], ["w"]], "lr": POS_FLOAT, "eps": POS_FLOAT,
+        "betas": [(1.0, 0.999), (0.9,), (0.9, 1.0), (-0.1, 0.9), (0.9, NAN), "ab", None]}),
+}
+
+
+@pytest.mark.parametrize("name", list(CLASSES))
+def test_bad_values_of_the_new_classes_get_a_clear_error_that_names_them(name):
+    TABLE_CHECK(*CLASSES[name])
+
+
+def test_what_the_new_classes_must_still_accept():
+    """The limits, not the bad values: a fully masked row (all zero) has entropy 0, a tiny temperature is
+    greedy decoding (no NaN), an empty cache still extends."""
+    assert metrics.attention_entropy(torch.tensor([[0.0, 0.0], [0.5, 0.5]]))[0] == 0
+    probs = language_model.next_token_probs(torch.tensor([1.0, 3.0, 2.0]), 1e-300)
+    assert probs.tolist() == [0.0, 1.0, 0.0]
+    assert metrics.strongest_source(UNIFORM[:, :, :0]).shape == (2, 0)  # no queries: an empty answer
+
+
 @pytest.mark.parametrize("name", list(TABLE))
 def test_bad_arguments_get_a_clear_error_that_names_them(name):
     """One test per function (not per case: some 1,300 cases, cheap to run, costly as separate tests)."""
-    fn, good, bad = TABLE[name]
+    TABLE_CHECK(*TABLE[name])
+
+
+def TABLE_CHECK(fn, good: dict, bad: dict) -> None:  # noqa: N802 - shared by both tables
     fn(**good)  # the good call works, so each bad call fails because of its one bad value
     problems = []
     for arg, values in bad.items():

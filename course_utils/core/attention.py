@@ -97,8 +97,8 @@ def grouped_query_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None
     for name, t in (("Q", Q), ("K", K), ("V", V)):
         require_tensor(name, t, ndim=4, floating=True, shape="(B, heads, length, features)")
     h, h_kv = Q.shape[1], K.shape[1]
-    if V.shape[1] != h_kv or h % h_kv != 0:
-        raise ValueError(f"K and V need the same number h_kv of heads, and Q's h heads a multiple of it: got Q "
+    if h_kv == 0 or V.shape[1] != h_kv or h % h_kv != 0:
+        raise ValueError(f"K and V need the same number h_kv >= 1 of heads, and Q's h heads a multiple of it: got Q "
                          f"{shape_of(Q)} (h={h}), K {shape_of(K)}, V {shape_of(V)} (dimension 1 is the heads)")
     group = h // h_kv  # each key/value head serves this many query heads, one after another
     return scaled_dot_product_attention(Q, K.repeat_interleave(group, dim=1), V.repeat_interleave(group, dim=1), mask)

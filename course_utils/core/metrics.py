@@ -7,7 +7,7 @@ from numbers import Integral
 import torch
 from torch import Tensor
 
-from .validation import require_positive_float, require_positive_int, require_tensor
+from .validation import require_nonempty, require_positive_float, require_positive_int, require_tensor, require_weights
 
 
 def attention_entropy(weights: Tensor) -> Tensor:
@@ -21,6 +21,7 @@ def attention_entropy(weights: Tensor) -> Tensor:
         uniform row. ``0 log 0`` counts as 0. Built in notebook 02 (per head: 07).
     """
     require_tensor("weights", weights, min_ndim=1, floating=True, shape="(..., m)")
+    require_weights("weights", weights, rows=True)  # log of a negative weight: -inf; of a non-distribution: nonsense
     return torch.special.entr(weights).sum(dim=-1)  # entr(a) = -a log a, and entr(0) = 0
 
 
@@ -76,6 +77,8 @@ def strongest_source(weights: Tensor) -> Tensor:
         (the first such ``j`` when several tie).
     """
     require_tensor("weights", weights, ndim=4, floating=True)
+    require_nonempty("weights", weights, -1, "m keys")
+    require_weights("weights", weights)  # NaN would win the argmax
     return weights.mean(dim=1).argmax(dim=-1)
 
 
@@ -96,6 +99,8 @@ def classify_heads(distance: Tensor, n: int, local_below: float = 0.5, global_ab
     require_tensor("distance", distance, ndim=1, floating=True)
     require_positive_int(n=n)
     require_positive_float(allow_zero=True, local_below=local_below, global_above=global_above)
+    if distance.isnan().any():
+        raise ValueError(f"distance must hold numbers, got NaN in {distance.tolist()} (a head with no weights?)")
     if n < 2 or local_below > global_above:
         raise ValueError(f"need n >= 2 and local_below <= global_above, got n={n}, local_below={local_below}, global_above={global_above}")
     ratio = distance / ((n * n - 1) / (3 * n))

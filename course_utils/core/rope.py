@@ -5,8 +5,8 @@ rotated by the angle ``p * w_i`` with ``w_i = base ** (-2i / d)``, the frequenci
 sinusoidal encoding. Rotations compose: ``R(p)^T R(q) = R(q - p)``, so the score
 ``rope(q, p) . rope(k, p')`` depends on the positions only through the offset ``p' - p``.
 (Some libraries pair feature ``i`` with ``i + d/2`` instead; the property is the same.)
-Angles, cos and sin are computed in float32 at least and the result cast at the end: in float16
-the position 4096 itself is not even representable exactly. Built in notebook 17.
+Angles, cos and sin are computed in float64, then cast (float32 at least): in float32 the angle of
+position 8192 is off by 5e-4, and 2**25 + 1 == 2**25. Built in notebook 17.
 
 Shapes: ``T`` positions, ``d`` features (even), ``...`` any leading dimensions such as ``(B, h)``.
 """
@@ -32,7 +32,7 @@ def _check_d_base(d: int, base: float, what: str = "d") -> None:
 def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> Tensor:
     """Rotation angles ``positions[t] * base ** (-2i / d)``: ``(T,)`` floating positions -> ``(T, d/2)``.
 
-    Computed in float32 at least (float64 for float64 positions). Built in notebook 17.
+    Computed in float32 at least (float64 for float64 positions, as ``apply_rope`` passes them). Built in notebook 17.
     """
     require_tensor("positions", positions, ndim=1, floating=True, shape="(T,)")
     _check_d_base(d, base)
@@ -41,20 +41,27 @@ def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> Tensor:
     return positions.to(work)[:, None] * float(base) ** (-2 * i / d)
 
 
+def _cos_sin(start: int, T: int, d: int, base: float, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
+    """cos, sin ``(T, d/2)`` of positions ``start .. start + T - 1`` in float64 (on the CPU for MPS), cast to ``dtype``."""
+    if start + T > 2**53:
+        raise ValueError(f"positions must stay below 2**53 to be exact in float64, got offset + T = {start + T}")
+    where = torch.device("cpu") if device.type == "mps" else device
+    angles = rope_angles(torch.arange(start, start + T, dtype=torch.float64, device=where), d, base)
+    return angles.cos().to(device, dtype), angles.sin().to(device, dtype)
+
+
 def apply_rope(x: Tensor, offset: int = 0, base: float = 10000.0) -> Tensor:
     """Rotate ``x (..., T, d)``: row ``t`` sits at position ``offset + t``; a new tensor of x's shape and dtype.
 
     Pair ``(a, b) = (x[..., 2i], x[..., 2i+1])`` becomes ``(a cos - b sin, a sin + b cos)``, with
-    cos and sin in float32 at least. ``offset`` lets a KV cache rotate new tokens at their true
-    positions. Built in notebook 17.
+    cos and sin from float64 angles, in float32 at least. ``offset`` lets a KV cache rotate new tokens at
+    their true positions. Built in notebook 17.
     """
     require_tensor("x", x, min_ndim=2, floating=True, shape="(..., T, d)")
     require_nonnegative_int(offset=offset)
     T, d = x.shape[-2], x.shape[-1]
     _check_d_base(d, base, "the feature size d of x (..., T, d)")
-    work = torch.promote_types(x.dtype, torch.float32)
-    angles = rope_angles(torch.arange(offset, offset + T, dtype=work, device=x.device), d, base)  # (T, d/2)
-    cos, sin = torch.cos(angles), torch.sin(angles)
+    cos, sin = _cos_sin(int(offset), T, d, base, torch.promote_types(x.dtype, torch.float32), x.device)  # (T, d/2)
     a, b = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each; times cos and sin they become float32 at least
     return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2).to(x.dtype)
 
@@ -67,14 +74,13 @@ def rope_rotation_matrix(position: int, d: int, base: float = 10000.0, *, dtype:
     """
     require_int(position=position)
     require_float_dtype("dtype", dtype)
-    device = require_device(device)
+    device = require_device(device) or torch.empty(0).device
     _check_d_base(d, base)
     work = torch.promote_types(dtype, torch.float32)
-    angles = rope_angles(torch.tensor([float(position)], dtype=work, device=device), d, base)[0]  # (d/2,)
+    cos, sin = (c[0] for c in _cos_sin(int(position), 1, d, base, work, device))  # (d/2,) each, from float64 angles
     R = torch.zeros(d, d, dtype=work, device=device)
     idx = torch.arange(0, d, 2, device=device)
-    R[idx, idx], R[idx, idx + 1] = torch.cos(angles), -torch.sin(angles)
-    R[idx + 1, idx], R[idx + 1, idx + 1] = torch.sin(angles), torch.cos(angles)
+    R[idx, idx], R[idx, idx + 1], R[idx + 1, idx], R[idx + 1, idx + 1] = cos, -sin, sin, cos
     return R.to(dtype)  # cos and sin in float32 at least, cast at the end
 
 

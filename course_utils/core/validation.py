@@ -167,6 +167,20 @@ def require_index_range(name: str, x: Tensor, low: int, high: int, what: str = "
         raise ValueError(f"{name} must lie in {low}..{high - 1}{what}, got values from {lo} to {hi} (shape {shape_of(x)})")
 
 
+def require_nonempty(name: str, x: Tensor, dim: int = -1, what: str = "entries") -> None:
+    """Raise ValueError if ``x`` has no entry along ``dim`` (an empty input has no answer: no argmax, no mean)."""
+    if x.dim() and x.shape[dim] == 0:
+        raise ValueError(f"{name} needs at least one of its {what} (dimension {dim}), got shape {shape_of(x)}")
+
+
+def require_weights(name: str, w: Tensor, rows: bool = False) -> None:
+    """ValueError for a negative or NaN weight (``rows``: or a row summing to neither 1 nor 0); not on meta."""
+    sums = w.sum(-1, dtype=torch.float64) if rows and w.dim() else torch.ones(1, dtype=torch.float64)
+    if w.device.type != "meta" and bool((w.isnan() | (w < 0)).any() | (((sums - 1).abs() > 1e-2) & (sums != 0)).any()):
+        raise ValueError(f"{name} must be attention weights (numbers >= 0{', each row summing to 1' if rows else ''}),"
+                         " got a negative or NaN entry" + (" or a row summing to something else" if rows else ""))
+
+
 def check_sequence(x: Tensor, d_model: int) -> None:
     """Raise unless ``x`` is a floating-point tensor of shape ``(B, T, d_model)``."""
     require_tensor("x", x, floating=True)

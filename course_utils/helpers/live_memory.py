@@ -21,6 +21,24 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 
+# torch.tensor(list), torch.as_tensor(list): the data are put in a tensor before the one operation the mode sees,
+# which returns that very storage
+_FRESH = {torch.ops.aten.lift_fresh.default, torch.ops.aten.lift.default}
+
+
+def _parts(t: torch.Tensor) -> list[torch.Tensor]:
+    """The strided tensors that hold ``t``'s data: ``t`` itself, or a sparse tensor's indices and values."""
+    if t.layout == torch.strided:
+        return [t]
+    if t.layout == torch.sparse_coo:
+        return [t._indices(), t._values()]
+    if t.layout in (torch.sparse_csr, torch.sparse_bsr):
+        return [t.crow_indices(), t.col_indices(), t.values()]
+    if t.layout in (torch.sparse_csc, torch.sparse_bsc):
+        return [t.ccol_indices(), t.row_indices(), t.values()]
+    return []  # another layout (nested, mkldnn): not counted
+
+
 def _storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
@@ -36,11 +54,12 @@ class _LiveTensors(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        inputs = {_storage_key(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        given = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if func in _FRESH and all(t.layout == torch.strided and t.untyped_storage().resizable() for t in given):
+            given = []  # memory torch allocated for Python data just now (NumPy's memory, from_numpy, is not resizable)
+        inputs = {_storage_key(part) for t in given for part in _parts(t)}
         out = func(*args, **kwargs)
-        for t in tree_leaves(out):
-            if not isinstance(t, torch.Tensor):
-                continue
+        for t in (part for t in tree_leaves(out) if isinstance(t, torch.Tensor) for part in _parts(t)):
             key, size = _storage_key(t), t.untyped_storage().nbytes()
             if key in inputs or key in self.storages or not size:
                 continue  # a view of (or a write into) a tensor that exists already: nothing new
@@ -55,7 +74,9 @@ def peak_tensor_bytes(fn: Callable[[], object]) -> int:
     """Largest number of bytes held at once by the tensors that ``fn()`` allocates (its result included).
 
     Tensors ``fn`` only reads, views or slices (``x.view``, ``x[:10]``, ``x.t()``) count nothing;
-    a copy (``x.clone()``, ``x.contiguous()`` of a transposed ``x``) counts its bytes. Used in notebook 16.
+    a copy (``x.clone()``, ``x.contiguous()`` of a transposed ``x``) counts its bytes, and so does a tensor made
+    from Python data (``torch.tensor(list)``, ``torch.as_tensor(list)``); a sparse tensor counts its indices
+    and values. Used in notebook 16.
     """
     if not callable(fn):
         raise TypeError(f"fn must be a function without arguments, got {type(fn).__name__}")

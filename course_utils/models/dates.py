@@ -31,6 +31,7 @@ from torch import Tensor
 from ..core.validation import (
     is_int, require_device, require_instance, require_int, require_positive_int, require_same_device_and_dtype, require_tensor, shape_of,
 )
+from ..core.validation import require_weights  # issue 33 (trust): bad input
 from .seq2seq_data import EOS_ID, PAD_ID, SPECIAL_TOKENS, ReversalData, pad_batch, token_ids
 
 FIRST, LAST = dt.date(1950, 1, 1), dt.date(2049, 12, 31)
@@ -287,6 +288,7 @@ def alignment_hits(weights: Tensor, spans: Tensor) -> tuple[Tensor, Tensor]:
         hits ``(N, T_out)`` bool and ``has_span`` ``(N, T_out)`` bool (only those positions count). Built in notebook 04b.
     """
     require_tensor("weights", weights, floating=True)
+    require_weights("weights", weights)  # an argmax over NaN would count as a hit
     require_tensor("spans", spans, integer=True)
     require_same_device_and_dtype(False, weights=weights, spans=spans)
     if weights.dim() != 3 or spans.shape != (*weights.shape[:2], 2):

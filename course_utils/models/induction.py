@@ -35,6 +35,7 @@ from ..core.metrics import offset_share
 from ..core.multihead import MultiHeadAttention
 from ..core.positions import LearnedPositionalEmbedding
 from ..core.validation import require_index_range, require_positive_int, require_tensor, shape_of
+from ..core.validation import require_int, require_nonempty  # issue 33 (trust): bad input
 from .training import train_steps
 
 
@@ -89,7 +90,8 @@ def repeat_batch(batch_size: int, length: int, period: int | tuple[int, int], vo
 def held_out(period: int, count: int = 500, vocab_size: int = 128, seed: int = 2024) -> CopyBatch:
     """The held-out test of notebook 07b: ``count`` rows of ``period`` fresh random tokens, then the same
     ``period`` tokens again (``repeat_batch(count, 2 * period, period)``), drawn with ``seed``."""
-    require_positive_int(period=period)
+    require_positive_int(period=period, count=count, vocab_size=vocab_size)
+    require_int(seed=seed)
     return repeat_batch(count, 2 * period, period, vocab_size, torch.Generator().manual_seed(seed))
 
 
@@ -136,6 +138,7 @@ class AttentionOnlyTransformer(nn.Module):
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         require_tensor("tokens", tokens, ndim=2, integer=True)
         require_index_range("tokens", tokens, 0, self.vocab_size)
+        require_nonempty("tokens", tokens, -1, "T positions")
         T = tokens.shape[1]
         mask = causal_mask(T, device=tokens.device)  # True = may attend: key j <= query i
         x = self.position(self.token_embedding(tokens))  # (B, T, d_model); ValueError past max_len
@@ -160,9 +163,25 @@ def copy_losses(logits: Tensor, batch: CopyBatch) -> tuple[Tensor, Tensor]:
     no token is NaN.
     Notebook 07b."""
     _check_batch(batch)
+    require_tensor("logits", logits, ndim=3, floating=True, shape="(B, T, V)")
+    if logits.shape[:2] != batch.tokens.shape:
+        raise ValueError(f"logits must have shape (B, T, V) with (B, T) = batch.tokens' {shape_of(batch.tokens)}, got "
+                         f"{shape_of(logits)}")
     losses = F.cross_entropy(logits[:, :-1].flatten(0, 1), batch.tokens[:, 1:].flatten(), reduction="none")
     copied = batch.copied[:, 1:].flatten()
     return losses[copied].mean(), losses[~copied].mean()
+
+
+def _token_logits(model, tokens: Tensor) -> Tensor:
+    """``model(tokens)[0]``, the logits ``(B, T, V)``; TypeError naming what a model must be otherwise (issue 33)."""
+    what = "model must be a token model, tokens (B, T) -> (logits (B, T, V), weights), such as AttentionOnlyTransformer"
+    try:
+        out = model(tokens)
+    except (RuntimeError, IndexError) as err:
+        raise TypeError(f"{what}; {type(model).__name__} fails on tokens: {type(err).__name__}: {err}") from None
+    if not isinstance(out, tuple) or not isinstance(out[0], Tensor) or out[0].shape[:2] != tokens.shape:
+        raise TypeError(f"{what}; {type(model).__name__} returns something else")
+    return out[0]
 
 
 @torch.no_grad()
@@ -170,10 +189,12 @@ def right_predictions(model: nn.Module, batch: CopyBatch) -> Tensor:
     """``(B, T)`` bool: whether the model's top prediction of token t (made at position t - 1) is right;
     False at position 0. In eval mode (the model's mode is restored); on the CPU. Notebook 07b."""
     _check_batch(batch)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a token model (an nn.Module), got {type(model).__name__}")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    logits, _ = model(batch.tokens.to(device))
+    logits = _token_logits(model, batch.tokens.to(device))
     model.train(was_training)
     right = torch.zeros(batch.tokens.shape, dtype=torch.bool)
     right[:, 1:] = logits[:, :-1].argmax(-1).cpu() == batch.tokens[:, 1:].cpu()
@@ -183,6 +204,9 @@ def right_predictions(model: nn.Module, batch: CopyBatch) -> Tensor:
 def copy_accuracy(model: nn.Module, batch: CopyBatch) -> float:
     """Share of the predictable tokens of ``batch`` (``batch.copied``) that the model's top prediction
     gets right. Notebook 07b."""
+    _check_batch(batch)
+    if not batch.copied.any():
+        raise ValueError(f"batch has no predictable token (batch.copied is all False, tokens {shape_of(batch.tokens)})")
     return right_predictions(model, batch)[batch.copied.cpu()].float().mean().item()
 
 

@@ -39,6 +39,7 @@ from ..core.validation import (
     require_bool,
     require_generator,
     require_index_range,
+    require_nonempty,
     require_nonnegative_int,
     require_positive,
     require_positive_float,
@@ -313,7 +314,10 @@ def next_token_probs(logits: Tensor, temperature: float) -> Tensor:
     require_positive_float(allow_zero=True, temperature=temperature)
     if temperature == 0:
         return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
-    return torch.softmax(logits / temperature, dim=-1)
+    # the largest logit subtracted first, and kept at 0: at a temperature that rounds to 0 in the logits' dtype
+    # (1e-300) the others go to -inf, and 0 / 0 never makes a NaN
+    gap = logits - logits.amax(dim=-1, keepdim=True)
+    return torch.softmax(torch.where(gap == 0, gap, gap / temperature), dim=-1)
 
 
 @torch.no_grad()
@@ -380,4 +384,5 @@ def stepwise_logits(model: CausalLM, tokens: Tensor) -> Tensor:
     """
     _check_lm(model)
     require_tensor("tokens", tokens, ndim=2, integer=True, shape="(B, T)")
+    require_nonempty("tokens", tokens, -1, "T positions")
     return torch.stack([model(tokens[:, : t + 1])[0][:, -1] for t in range(tokens.shape[1])], dim=1)

@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..core.validation import require_bool, require_generator, require_index_range, require_positive_int, require_tensor
+from ..core.validation import require_bool, require_generator, require_index_range, require_nonempty, require_positive_int
+from ..core.validation import require_tensor
 from .training import train_steps
 
 
@@ -75,6 +76,7 @@ class RecallAttention(nn.Module):
         require_tensor("query", query, integer=True)
         if keys.dim() != 2 or query.shape != keys.shape[:1]:
             raise ValueError(f"keys must have shape (B, P) and query shape (B,), got {tuple(keys.shape)} and {tuple(query.shape)}")
+        require_nonempty("keys", keys, -1, "P key/value pairs")  # a softmax over no keys: nothing to recall
         device = self.W_q.weight.device
         if keys.device != device or query.device != device:
             raise ValueError(f"keys and query must be on the model's device {device}, got {keys.device} and {query.device}")

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..core.validation import (
+    require_int,
     require_nonnegative_int,
     require_positive_float,
     require_positive_int,
@@ -23,8 +24,12 @@ def sequence_loss(logits: Tensor, tgt: Tensor, pad_id: int = PAD_ID) -> Tensor:
     """Mean cross-entropy over the non-pad target tokens: logits ``(B, T_out, V)``, tgt ``(B, T_out)``."""
     require_tensor("logits", logits, floating=True)
     require_tensor("tgt", tgt, integer=True)
+    require_int(pad_id=pad_id)
     if logits.dim() != 3 or logits.shape[:2] != tgt.shape:
         raise ValueError(f"logits (B, T_out, V) and tgt (B, T_out) do not fit: {tuple(logits.shape)}, {tuple(tgt.shape)}")
+    if tgt.device.type != "meta" and not (tgt != pad_id).any():
+        raise ValueError(f"tgt {tuple(tgt.shape)} holds only padding (pad_id={pad_id}): no token to score, the mean "
+                         "would be NaN")
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=pad_id)
 
 
@@ -133,6 +138,7 @@ def _check_pred(pred: Tensor, target: Tensor) -> None:
 def token_accuracy(pred: Tensor, target: Tensor, pad_id: int = PAD_ID) -> float:
     """Fraction of the non-pad target tokens (``<eos>`` included) that ``pred`` gets right, pooled over all sequences."""
     _check_pred(pred, target)
+    require_int(pad_id=pad_id)
     real = target != pad_id
     if not real.any():
         raise ValueError(f"target {tuple(target.shape)} holds only padding (pad_id={pad_id}): no token to score")
@@ -142,12 +148,16 @@ def token_accuracy(pred: Tensor, target: Tensor, pad_id: int = PAD_ID) -> float:
 def sequence_correct(pred: Tensor, target: Tensor, pad_id: int = PAD_ID) -> Tensor:
     """Bool ``(N,)``: every non-pad target token (``<eos>`` included) is right; positions where the target is pad do not count."""
     _check_pred(pred, target)
+    require_int(pad_id=pad_id)
     return ((pred == target) | (target == pad_id)).all(dim=1)
 
 
 def exact_match_accuracy(pred: Tensor, target: Tensor, pad_id: int = PAD_ID) -> float:
     """Fraction of sequences that are entirely right (see ``sequence_correct``)."""
-    return sequence_correct(pred, target, pad_id).float().mean().item()
+    right = sequence_correct(pred, target, pad_id)
+    if right.numel() == 0:
+        raise ValueError(f"pred and target hold no sequence (shape {tuple(target.shape)}): no accuracy to give")
+    return right.float().mean().item()
 
 
 def accuracy_by_length(

@@ -44,7 +44,7 @@ class Adam:
 
     The course's own few lines, because every ``torch.optim`` optimizer imports ``torch._dynamo`` when
     it is made (about a second of CPU in each fresh process: every notebook that trains, every test
-    worker). For each parameter ``p`` with gradient ``g`` at step ``t``:
+    worker). For each parameter ``p`` with gradient ``g`` at its step ``t`` (the steps in which it had a gradient):
     ``m = lerp(m, g, 1 - beta1)``, ``v = beta2 v + (1 - beta2) g^2``,
     ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
     """
@@ -52,10 +52,20 @@ class Adam:
     def __init__(self, params: Iterable[nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8) -> None:
         require_positive_float(lr=lr, eps=eps)
-        self.params, self.lr, self.betas, self.eps = list(params), lr, betas, eps
-        self.t = 0
-        self.m: list[Tensor] = []  # the running means of g and g^2, made at the first step (on the parameters' device)
-        self.v: list[Tensor] = []
+        if isinstance(params, Tensor):  # as torch.optim does: one tensor is not an iterable of parameters
+            raise TypeError("params must be an iterable of tensors (model.parameters(), or [p] for one), got a "
+                            f"{type(params).__name__}")
+        self.params = list(params)
+        if not self.params or not all(isinstance(p, Tensor) for p in self.params):
+            raise ValueError(f"params must be a non-empty iterable of tensors, got {len(self.params)} items of types "
+                             f"{sorted({type(p).__name__ for p in self.params})}")
+        if (not isinstance(betas, (tuple, list)) or len(betas) != 2
+                or not all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < 1 for b in betas)):
+            raise ValueError(f"betas must be two numbers in [0, 1), (beta1, beta2), got {betas!r}")
+        self.lr, self.betas, self.eps = lr, (float(betas[0]), float(betas[1])), eps
+        self.t = [0] * len(self.params)  # steps per parameter, as torch.optim.Adam counts them (a step without a grad
+        self.m: list[Tensor] = []  # does not count); m and v, the running means of g and g^2, are made at the
+        self.v: list[Tensor] = []  # first step, on the parameters' device
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -66,12 +76,12 @@ class Adam:
         beta1, beta2 = self.betas
         if not self.m:
             self.m, self.v = [torch.zeros_like(p) for p in self.params], [torch.zeros_like(p) for p in self.params]
-        self.t += 1
-        step_size = self.lr / (1 - beta1 ** float(self.t))
-        correction2 = (1 - beta2 ** float(self.t)) ** 0.5
-        for p, m, v in zip(self.params, self.m, self.v):
+        for k, (p, m, v) in enumerate(zip(self.params, self.m, self.v)):
             if p.grad is None:
                 continue
+            self.t[k] += 1
+            step_size = self.lr / (1 - beta1 ** float(self.t[k]))
+            correction2 = (1 - beta2 ** float(self.t[k])) ** 0.5
             m.lerp_(p.grad, 1 - beta1)
             v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
             p.addcdiv_(m, (v.sqrt() / correction2).add_(self.eps), value=-step_size)
@@ -166,6 +176,10 @@ class Trainer:
 
     def _take_step(self, batch) -> None:
         loss = self.batch_loss(batch)
+        if not isinstance(loss, Tensor) or loss.numel() != 1 or not loss.requires_grad:
+            raise ValueError("batch_loss must return the scalar loss, a one-element tensor that requires grad, got "
+                             + (f"shape {tuple(loss.shape)}, requires_grad={loss.requires_grad}"
+                                if isinstance(loss, Tensor) else type(loss).__name__))
         self.optimizer.zero_grad()
         loss.backward()
         if self.clip is not None:

@@ -19,7 +19,8 @@ sandboxed worker and the checks in its own process, handing a check a stand-in
    by introspecting it (``__code__``, ``inspect``, ``__wrapped__``; ``__name__`` may be read);
 2. it passes student code plain data only (tensors, NumPy arrays and scalars, Python scalars,
    ``str``, ``None``, ``torch.Size``, ``torch.dtype``, tuples, lists and dicts of these) or fixtures
-   (``fixtures.py``);
+   (``fixtures.py``); a tensor's ``requires_grad`` crosses with it, both ways (a check may ask that a
+   result keeps autograd, e.g. 03's ``split_heads``);
 3. it gives a clear hint for a result of an unexpected type (an ``Opaque`` stand-in) and never
    crashes on one;
 4. it may rely on in-place changes of its tensor arguments being copied back, and on a student's

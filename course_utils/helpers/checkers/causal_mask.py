@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from .attention_mistakes import attention_mistakes, describe_weights, implied_scale, softmax_masked
-from .compare import Answers, call_unchanged, close, largest_difference
+from .compare import ALLCLOSE, Answers, call_unchanged, close, expect_like, largest_difference
 from .fixtures import LeakLayer
 from .registry import register
 from .report import Hint, StudentCrash, call, error_tip, expect_tensor, generator, kind_of
@@ -121,8 +121,8 @@ def _attention_answer(fn, Q, K, V, mask, first: bool):
         raise
     if isinstance(result, torch.Tensor) or not isinstance(result, (tuple, list)) or len(result) != 2:
         raise Hint(f"return a pair (output, weights), got {kind_of(result)}.", where)
-    out = expect_tensor(result[0], "output (the first thing you return)")
-    weights = expect_tensor(result[1], "weights (the second thing you return)")
+    out = expect_like(result[0], Q, "output (the first thing you return)", where, why=ALLCLOSE)
+    weights = expect_like(result[1], Q, "weights (the second thing you return)", where, why=ALLCLOSE)
     w_shape, o_shape = (*Q.shape[:-1], K.shape[-2]), (*Q.shape[:-1], V.shape[-1])
     if tuple(weights.shape) == o_shape and tuple(out.shape) == w_shape and w_shape != o_shape:
         raise Hint("output and weights are swapped: return (output, weights).", where)

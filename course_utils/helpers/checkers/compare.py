@@ -203,3 +203,38 @@ def call_unchanged(fn, *args, names: Sequence[str] = (), case: str = "", tip: st
             name = names[i] if i < len(names) else f"number {i + 1}"
             raise Hint(f"your function changed its input {name} in place: {tip}.", case)
     return result
+
+
+def kind_mistake(got, like: torch.Tensor, what: str, dtype: torch.dtype | None = None, why: str = "") -> str | None:
+    """What is wrong with the kind of ``got``, a result computed from the input ``like``, before any value is
+    compared: not a torch tensor (a NumPy array), another device, another dtype than ``dtype`` (default
+    ``like``'s), or cut from autograd while ``like`` requires grad (a NumPy round trip or ``.detach()``).
+    None when the kind is right."""
+    dtype = dtype or like.dtype
+    if not isinstance(got, torch.Tensor):
+        numpy = " Use torch operations only: no NumPy round trip." if isinstance(got, np.ndarray) else ""
+        return f"{what} should be a torch.Tensor, got {kind_of(got)}.{numpy}"
+    if got.device != like.device:
+        return (f"{what} is on device '{got.device}', the input on '{like.device}': create every tensor on the "
+                "input's device (device=x.device) and do not move the result.")
+    if got.dtype != dtype:
+        return (f"{what} has dtype {got.dtype}, it should be {dtype} (the input's; no .half(), .float(), "
+                ".double() or NumPy round trip; create new tensors with dtype=x.dtype)." + (f" {why}" if why else ""))
+    if like.requires_grad and not got.requires_grad:
+        return (f"{what} has lost autograd: the input requires grad (in the notebook it comes out of a layer that "
+                "is trained), your result has no grad_fn, so no gradient could flow back through it. A NumPy round "
+                "trip (.numpy(), torch.from_numpy, torch.tensor(...) of values) or .detach() cuts it: use torch "
+                "operations on the tensor itself.")
+    return None
+
+
+def expect_like(got, like: torch.Tensor, what: str, case: str = "", dtype: torch.dtype | None = None, why: str = ""):
+    """``got`` if :func:`kind_mistake` finds nothing wrong with it, else a :class:`Hint` naming what is
+    (``why``: why the dtype matters for this task, added to a dtype hint)."""
+    mistake = kind_mistake(got, like, what, dtype, why)
+    if mistake:
+        raise Hint(mistake, case)
+    return got
+
+
+ALLCLOSE = "The notebook's next cell compares your result with torch.allclose, which raises on two dtypes."

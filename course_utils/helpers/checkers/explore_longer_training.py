@@ -1,6 +1,8 @@
 """Checker for lesson 13 (longer training): ``argmax_offset_share``, the share of token steps t < n
 whose largest weight sits at the mirrored position n - 1 - t plus an offset, pooled over the examples,
-on padded batches of several lengths, offsets from -1 to +2, a shuffled batch and a hidden random one."""
+on padded batches of several lengths, offsets from -1 to +2, a shuffled batch and a hidden random one. Like the
+weights of a model with a padding mask, no case puts weight on a padded source position (>= n), so an answer that
+takes the peak over the first n source positions only is as right as one over all of them."""
 
 from __future__ import annotations
 
@@ -57,9 +59,11 @@ def _cases(seed: int):
     N, T = int(torch.randint(3, 12, (1,), generator=g)), int(torch.randint(3, 14, (1,), generator=g))
     lengths = torch.randint(1, T + 1, (N,), generator=g)
     mirror = lengths[:, None] - 1 - torch.arange(T + 1)
-    peaks = (mirror + torch.randint(-1, 3, (N, T + 1), generator=g)).clamp(0, T - 1)
+    peaks = (mirror + torch.randint(-1, 3, (N, T + 1), generator=g)).clamp(min=0).minimum(lengths[:, None] - 1)
     scores = torch.randn(N, T + 1, T, generator=g) + 5 * torch.nn.functional.one_hot(peaks, T)
-    cases.append((int(torch.randint(-1, 3, (1,), generator=g)), scores.softmax(-1), lengths))
+    padding = torch.arange(T) >= lengths[:, None, None]  # like a masked model: no weight on padded source positions
+    weights = scores.masked_fill(padding, float("-inf")).softmax(-1)
+    cases.append((int(torch.randint(-1, 3, (1,), generator=g)), weights, lengths))
     return cases
 
 

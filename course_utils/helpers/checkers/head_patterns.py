@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 
-from .compare import Answers, call_unchanged, close
+from .compare import ALLCLOSE, Answers, call_unchanged, close, expect_like
 from .registry import register
 from .report import Hint, StudentCrash, failing_case, generator, kind_of
 
@@ -188,6 +188,7 @@ def _per_head(fn, name: str, reference, mistakes, inputs: list[torch.Tensor]) ->
                 raise Hint(f"{name} returned {kind_of(result)}: the task asks for a torch.Tensor of shape (h,).")
             if tuple(result.shape) != (h,):
                 raise Hint(_per_head_shape_hint(tuple(result.shape), B, h, n, m))
+            expect_like(result, w, f"{name}'s result", why=ALLCLOSE)
             result = result.detach().cpu().double()
             if torch.isnan(result).any():
                 raise Hint("NaN in your result: some weights are exactly 0, and log(0) = -inf, 0 * -inf = NaN. A term "

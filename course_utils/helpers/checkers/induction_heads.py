@@ -9,11 +9,11 @@ leading index: shape ``(...)``.
 ``check_induction_score`` calls the student's function only with plain tensors and an int and reads
 only what it returns (the contract with the grader, ``checkers/__init__.py``). It tries fixed cases (random weights on every key, a
 perfect induction head, a head that looks at the earlier occurrence itself, one (T, T) matrix,
-float64) and hidden random ones
-(causal rows drawn with several temperatures, one-hot rows, (B, h, T, T) and (h, T, T) shapes, the
+float64, the notebook's 5-D (sequences, layers, heads, T, T)) and hidden random ones
+(causal rows drawn with several temperatures, one-hot rows, 4-D and 5-D shapes, the
 boundaries L = 1, L = 2 and L = T - 1), names the mistakes it recognises (the earlier occurrence
 instead of the token after it, query L - 1 counted, every query counted, the transpose, a sum, the
-wrong shape or type, an in-place change) where no other mistake gives the same numbers, and otherwise
+wrong shape, type (a NumPy array) or dtype (the notebook's torch.allclose raises on either), an in-place change) where no other mistake gives the same numbers, and otherwise
 says which score differs.
 """
 
@@ -70,8 +70,9 @@ def _as_scores(result, weights: torch.Tensor, where: str) -> torch.Tensor:
     want = tuple(weights.shape[:-2])
     if not want and isinstance(result, (int, float, np.integer, np.floating)) and not isinstance(result, (bool, np.bool_)):
         return torch.tensor(float(result), dtype=torch.float64)  # one (T, T) matrix: a plain number is fine
-    if isinstance(result, np.ndarray) and result.dtype.kind in "fiu":
-        result = torch.from_numpy(result)
+    if isinstance(result, np.ndarray):
+        raise Hint(f"return a torch.Tensor of scores, shape {want}, got a NumPy array: the notebook compares your "
+                   "scores with torch.allclose, which takes tensors only. Use torch operations, no .numpy().", where)
     if not isinstance(result, torch.Tensor):
         raise Hint(f"return a torch.Tensor of scores, shape {want} (one per head), got {type(result).__name__}.", where)
     got = tuple(result.shape)
@@ -84,11 +85,29 @@ def _as_scores(result, weights: torch.Tensor, where: str) -> torch.Tensor:
         raise Hint(f"the scores should have shape {want} (the leading axes of weights), got {got}.", where)
     if not result.dtype.is_floating_point:
         raise Hint(f"a score is a mean of attention weights: return a float tensor, got dtype {result.dtype}.", where)
+    if result.dtype != weights.dtype:
+        raise Hint(f"the scores have dtype {result.dtype}, the weights {weights.dtype}: keep the weights' dtype (no "
+                   ".double(), .half() or torch.tensor(...) copies); the notebook compares your scores with "
+                   "torch.allclose, which raises on two dtypes.", where)
     return result.detach().cpu().to(torch.float64)
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+def _differing(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
+    """Which scores differ, by the very tolerance of :func:`_close` (flat bool tensor)."""
+    return ~torch.isclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True).flatten()
+
+
+def _two_numbers(want: float, got: float) -> tuple[str, str]:
+    """``want`` and ``got`` with as many digits as it takes to tell them apart (up to 9)."""
+    for digits in (4, 6, 9):
+        a, b = f"{want:.{digits}g}", f"{got:.{digits}g}"
+        if a != b:
+            break
+    return a, b
 
 
 def _check_once(fn: Callable, weights: torch.Tensor, L: int, where: str) -> None:
@@ -103,11 +122,12 @@ def _check_once(fn: Callable, weights: torch.Tensor, L: int, where: str) -> None
     hints = {hint for wrong, hint in _mistakes(weights.double(), L) if _close(got, wrong)}
     if len(hints) == 1:  # a mistake is named only where no other one gives the same numbers
         raise Hint(hints.pop(), where)
-    diff = (got - want).abs().flatten()
+    bad = _differing(got, want)
+    diff = (got - want).abs().flatten().nan_to_num(float("inf")).where(bad, torch.zeros((), dtype=got.dtype))
     k = int(diff.argmax())
     at = f" at index {tuple(int(i) for i in np.unravel_index(k, want.shape))}" if want.dim() else ""
-    raise Hint(f"the score{at} should be {want.flatten()[k].item():.4f}, got {got.flatten()[k].item():.4f}; "
-               f"{int((~(diff <= 1e-4)).sum())} of {diff.numel()} scores differ. The score of a head is the mean of "
+    should, was = _two_numbers(want.flatten()[k].item(), got.flatten()[k].item())
+    raise Hint(f"the score{at} should be {should}, got {was}; {int(bad.sum())} of {bad.numel()} scores differ. The score of a head is the mean of "
                "weights[..., i, i - L + 1] over the queries i = L .. T-1.", where)
 
 
@@ -142,6 +162,8 @@ def _cases(seed: int) -> list[tuple[str, torch.Tensor, int]]:
         # First, weights on every key (no mask): there every mistake below gives numbers of its own (with a
         # causal mask the transpose reads only zeros), so the first failure names the mistake.
         ("random weights (2, 3, 10, 10) (B, h, T, T), period 3", _causal_rows((2, 3, 10, 10), g, 1.0, causal=False), 3),
+        ("weights (6, 2, 1, 12, 12) (sequences, layers, heads, T, T) as in the notebook, period 5",
+         _causal_rows((6, 2, 1, 12, 12), g, 1.0), 5),
         ("a perfect induction head, weights (12, 12), period 4 (score 1)", _pattern(12, -3), 4),
         ("a head on the earlier occurrence itself (key i - L), weights (12, 12), period 4 (score 0)",
          _pattern(12, -4), 4),
@@ -154,8 +176,10 @@ def _cases(seed: int) -> list[tuple[str, torch.Tensor, int]]:
         T = T + int(torch.randint(4, 16, (), generator=g))
         L = int(torch.randint(2, T, (), generator=g))
         temperature = float(torch.tensor([0.2, 1.0, 3.0])[torch.randint(3, (), generator=g)])
-        w = _causal_rows((B, h, T, T), g, temperature) if temperature != 0.2 else _one_hot_rows((B, h, T, T), g)
-        cases.append((f"hidden weights ({B}, {h}, {T}, {T}) (B, h, T, T), period {L}", w, L))
+        shape = (B, 2, h, T, T) if len(cases) % 2 else (B, h, T, T)  # 5-D (sequences, layers, heads, T, T) too
+        w = _causal_rows(shape, g, temperature) if temperature != 0.2 else _one_hot_rows(shape, g)
+        cases.append((f"hidden weights {shape} ({'B, layers, h' if len(shape) == 5 else 'B, h'}, T, T), period {L}",
+                       w, L))
     return cases
 
 

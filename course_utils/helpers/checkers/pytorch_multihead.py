@@ -5,7 +5,8 @@ The course's mask is bool, True = may attend, shape ``(n, m)`` or ``(B, n, m)``.
 reads a bool ``attn_mask`` the other way round (True = blocked) and wants a per-sequence mask once per
 head, ``(B * h, n, m)``, where row ``b * h + i`` is sequence b, head i. A float mask that gives the same
 attention (0 where allowed, -inf where blocked, which ``nn.MultiheadAttention`` adds to the scores) is
-accepted too.
+accepted too, in float32, the dtype of the notebook's queries (``nn.MultiheadAttention`` rejects a float mask
+of another dtype than the queries').
 
 ``check_torch_attn_mask`` calls the student's function only with plain tensors and ints and reads only the
 tensor it returns (the contract with the grader, ``checkers/__init__.py``): on fixed cases and hidden random ones (n != m, one head,
@@ -24,6 +25,7 @@ from .registry import register
 from .report import Hint, call, failing_case, generator
 
 NOTEBOOK = "03b_pytorch_multihead"
+QUERY_DTYPE = torch.float32  # the notebook's queries: nn.MultiheadAttention wants a float mask in their dtype
 
 
 def _reference(mask: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -37,6 +39,10 @@ def _as_blocked(result: torch.Tensor, where: str) -> torch.Tensor:
         return result
     if result.dtype.is_floating_point:
         if bool(((result == 0) | (result == float("-inf"))).all()):
+            if result.dtype != QUERY_DTYPE:
+                raise Hint(f"your 0/-inf mask has dtype {result.dtype}: nn.MultiheadAttention accepts a float mask "
+                           f"only in the queries' dtype ({QUERY_DTYPE} in the notebook) and raises on this one. Return "
+                           "a bool tensor (True = blocked), which works with queries of any dtype.", where)
             return result == float("-inf")
         if bool(((result == 0) | (result == 1)).all()):
             raise Hint("your mask is a float tensor of 0s and 1s. nn.MultiheadAttention ADDS a float mask to the "

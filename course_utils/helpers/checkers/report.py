@@ -180,7 +180,52 @@ def call(fn: Callable, *args, case: str = "", **kwargs):
         raise StudentCrash(err, case) from None
     if run is not None:
         run.returned += 1
+    _same_device(result, args, kwargs, case)
+    _no_precision_lost(result, args, kwargs, case)
     return result
+
+
+def _tensors(value, depth: int = 0):
+    """The tensors in a result or in arguments (inside tuples, lists and dicts)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)) and depth < 3:
+        for v in value:
+            yield from _tensors(v, depth + 1)
+    elif isinstance(value, dict) and depth < 3:
+        for v in value.values():
+            yield from _tensors(v, depth + 1)
+
+
+def _same_device(result, args: tuple, kwargs: dict, case: str) -> None:
+    """A Hint if the student's result holds a tensor on another device than their inputs (every input a
+    checker passes is on the CPU, or on the device it names): the result cannot be compared, and would
+    not mix with the inputs in the next cell."""
+    given = {t.device for t in _tensors((args, kwargs))} | {a for a in (*args, *kwargs.values())
+                                                           if isinstance(a, torch.device)}
+    given = given or {torch.empty(0).device}
+    for t in _tensors(result):
+        if t.device not in given:
+            where = ", ".join(sorted(f"'{d}'" for d in map(str, given)))
+            raise Hint(f"your result is on device '{t.device}', the inputs on {where}: create every new tensor on the "
+                       "inputs' device (device=x.device, torch.zeros_like(x), x.new_zeros(...)) and do not move the "
+                       "result (no .to(...), .cuda() or .cpu())."
+                       + (" A 'meta' tensor holds no values at all." if t.device.type == "meta" else ""), case)
+
+
+def _no_precision_lost(result, args: tuple, kwargs: dict, case: str) -> None:
+    """A Hint if a float tensor of the result has less precision than every float input (float16 out of
+    float32 inputs): its values then miss by more than any tolerance, and a value hint would name a mistake
+    that was not made. (Whether float64 out of float32 is fine depends on the task: its checker decides.)"""
+    given = [t.dtype for t in _tensors((args, kwargs)) if t.is_floating_point()]
+    if not given:
+        return
+    finest = min(given, key=lambda d: torch.finfo(d).eps)
+    for t in _tensors(result):
+        if t.is_floating_point() and torch.finfo(t.dtype).eps > torch.finfo(finest).eps:
+            raise Hint(f"your result has dtype {t.dtype}, the inputs {finest}: keep the inputs' dtype (no .half(), "
+                       ".bfloat16() or torch.tensor(...) copies; create new tensors with dtype=x.dtype). In "
+                       f"{t.dtype} the values are off by more than the checks allow.", case)
 
 
 def call_setup(fn: Callable, *args, case: str = "", **kwargs):
@@ -293,6 +338,9 @@ def expect_tensor(value, what: str) -> torch.Tensor:
 def as_float(value, what: str, verb: str = "should be") -> float:
     """A number from a Python/NumPy scalar, a 0-d array or a one-element tensor (never a bool or a string)."""
     if isinstance(value, torch.Tensor):
+        if value.device.type == "meta":
+            raise Hint(f"{what} returned a tensor on the 'meta' device, which holds no values: compute it from the "
+                       "inputs, on their device.")
         if value.numel() != 1:
             raise Hint(f"{what} returned a tensor of shape {tuple(value.shape)}: return one number.")
         if value.dtype == torch.bool or value.is_complex():

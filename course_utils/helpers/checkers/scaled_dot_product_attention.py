@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from .compare import Answers, call_unchanged, close, largest_difference
+from .compare import ALLCLOSE, Answers, call_unchanged, close, expect_like, largest_difference
 from .registry import register
 from .report import Hint, expect_tensor, failing_case, generator, kind_of
 
@@ -54,8 +54,8 @@ def _run_case(fn, X, W_q, W_k, W_v, where: str):
                             tip="compute a new tensor instead (no X /= ..., no in-place operations)")
     if isinstance(result, torch.Tensor) or not isinstance(result, (tuple, list)) or len(result) != 2:
         raise Hint(f"return a pair (output, weights), got {kind_of(result)}.")
-    out = expect_tensor(result[0], "output (the first thing you return)")
-    weights = expect_tensor(result[1], "weights (the second thing you return)")
+    out = expect_like(result[0], X, "output (the first thing you return)", why=ALLCLOSE)
+    weights = expect_like(result[1], X, "weights (the second thing you return)", why=ALLCLOSE)
     n, d_v = X.shape[-2], W_v.shape[-1]
     w_shape, o_shape = (*X.shape[:-1], n), (*X.shape[:-1], d_v)
     if tuple(weights.shape) != w_shape:

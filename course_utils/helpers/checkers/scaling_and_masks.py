@@ -2,9 +2,12 @@
 with a row of zeros where no key is allowed.
 
 The hidden cases come in two groups, judged one after the other: ordinary scores (n != m, broadcast
-padding masks, rows with no allowed key, float64), then extreme ones that no finite fill survives
-except the dtype's most negative number: allowed scores near -1e4 and -3e38 (float32) and -1e300
-(float64), and rows that mix huge and tiny scores (+-3e38).
+padding masks, rows with no allowed key, float64), then the large scores the task promises to handle
+("no NaN, also for scores in the thousands"): allowed scores near -1e4 (in float32 and float64), which a
+fill of -1e4 or above lets the blocked keys win, and rows that mix scores of +-5000 with small ones (an
+exp without the row's maximum subtracted overflows). Every case stays inside that promise: any fill far
+below the scores is right (torch.finfo(dtype).min, -inf with the empty rows zeroed, an additive bias of
+-1e9 then times the mask, as in the Annotated Transformer).
 """
 
 from __future__ import annotations
@@ -72,13 +75,11 @@ def _extreme_cases(g: torch.Generator):
 
     mask, r = rows(4, 6)
     yield "allowed scores near -1e4", -1e4 - 10 * r, mask
-    mask, r = rows(3, 5)
-    yield "allowed scores near -3e38 (float32)", -3e38 * (1 - 0.1 * r), mask
     mask, r = rows(3, 5, torch.float64)
-    yield "allowed scores near -1e300 (float64)", -1e300 * (1 + r), mask
-    huge = torch.tensor([[3e38, -3e38, 0.0, 1e4, -1e4], [-3e38, 1.0, 3e38, -1.0, 2.0], [-3e38, -3e38, -1e30, 5.0, -2.0]])
+    yield "allowed scores near -1e4 (float64)", -1e4 - 10 * r, mask
+    big = torch.tensor([[5e3, -5e3, 0.0, 1e3, -1e3], [-5e3, 1.0, 5e3, -1.0, 2.0], [-5e3, -5e3, -4e3, 5.0, -2.0]])
     mask = torch.tensor([[1, 1, 1, 0, 1], [1, 0, 1, 1, 0], [1, 1, 0, 1, 1]], dtype=torch.bool)
-    yield "rows that mix scores of +-3e38 with small ones", huge, mask
+    yield "rows that mix scores of +-5000 with small ones", big, mask
 
 
 def _finite_fill(answers: Answers) -> bool:
