@@ -19,8 +19,8 @@ from .svg import Canvas
     heatmaps; the context c_t is the weighted sum of the encoder states, sum over i of alpha_{t,i} h_i. The
     GRU cell takes the embedding of the previous token y_{t-1} (<sos> at t = 0) and c_t as input, and s as
     its state, and returns the new state s'. The output layer W_out reads [s'; c_t] and gives logits over the
-    vocabulary; their argmax is the next token y_t. Dashed arrows: s' becomes the state s of step t + 1, and
-    y_t its previous token.""",
+    vocabulary; their argmax is the next token y_t. A dashed arrow carries y_t back to the previous-token box,
+    and the line beside it says that step t + 1 reads y_t as its previous token and s' as its state s.""",
 )
 def decoder_step() -> Canvas:
     c = Canvas(800, 520)

@@ -79,7 +79,7 @@ def padding_causal_mask() -> Canvas:
     so each query reads itself and the past. Middle, what nn.MultiheadAttention needs for the same attention:
     its attn_mask means True = blocked, so pass ~mask, True strictly above the diagonal; the white cells are the
     same as on the left. Right, the mistake: the course's mask passed to nn.MultiheadAttention unchanged. It
-    blocks the past and the token itself and lets every query read only the strict future (highlighted), with
+    blocks the past and the token itself and lets every query read only the strict future (highlighted in yellow), with
     no error and no warning; the last query has no future, all its keys are blocked, and its row comes out as
     NaN.""",
 )
