@@ -141,7 +141,8 @@ def cross_attention_who_reads() -> Canvas:
         c.text(x + 26, bottom + 39, f"v{j}", size=14, colour=INK)
         c.text(x + 26, bottom + 68, f"x{j}", size=14, bold=True)
     c.text(20, bottom + 98, "encoder X: keys and values", size=14, bold=True, anchor="start")
-    c.lines(250, 190, ["every query reads every key:", "no causal mask"], size=14, halo="#FFFFFF")
+    c.rect(142, 166, 216, 48, fill="#FFFFFF", stroke="#D0D0D0", sw=1, rx=6)  # a label on the lines, readable
+    c.lines(250, 190, ["every query reads every key:", "no causal mask"], size=14)
 
     gx, gy, cell = 560, 120, 34
     weights = [[0.1, 0.6, 0.1, 0.1, 0.1], [0.05, 0.1, 0.1, 0.7, 0.05], [0.3, 0.1, 0.2, 0.1, 0.3]]
