@@ -116,7 +116,7 @@ def scaling_numbers() -> Canvas:
     raw_w, weights = softmax(raw), softmax(scaled)
     c = Canvas(800, 420)
     x0, w, h = 250, 104, 38
-    c.text(20, 24, "one query, three keys, d_k = 256: the same row twice", size=15, bold=True, anchor="start")
+    c.text(20, 24, "one query, three keys, d_{k} = 256: the same row twice", size=15, bold=True, anchor="start")
     for j in range(3):
         c.text(x0 + (j + 0.5) * w, 58, f"key {j}", size=14, bold=True, colour=KEY.strong)
     c.text(x0 - 14, 94, "raw scores q · k", size=15, anchor="end")
