@@ -149,7 +149,7 @@ def test_every_colour_comes_from_the_palette(name):
     ("tiled_attention", "QKV"), ("rope_rotation", "QK"), ("grouped_query_attention", "QKV"),
     ("induction_circuit", "QKV"), ("softmax_numbers", "QKV"), ("two_heads_vs_one", "QKV"),
     ("heatmap_reading", "QK"), ("cross_attention_who_reads", "QKV"), ("head_patterns", "QK"),
-    ("padding_causal_mask", "QK"), ("mha_mask_conventions", "QK"), ("masked_scores_numbers", "Q"),
+    ("padding_causal_mask", "QK"), ("mha_mask_conventions", "QK"), ("masked_scores_numbers", "QK"),
     ("seq2seq_bottleneck", "QKV"), ("scaling_numbers", "K"),
 ])
 def test_queries_keys_and_values_are_drawn_in_their_colours(name, roles):
@@ -342,9 +342,9 @@ def _literal(path: Path, name: str, contains: str | None = None, constants: dict
 
 def test_the_drawings_start_from_the_lessons_own_inputs():
     """The worked examples are drawn from the very values the lessons use, read here from their code."""
-    from course_utils.authoring.drawings import attention, inference, masks, positions, worked
+    from course_utils.authoring.drawings import attention, inference, masks, patterns, positions, worked
 
-    n01, n01b, n05, n09, n11, n16 = (_lesson(n) for n in ("01", "01b", "05", "09", "11", "16"))
+    n01, n01b, n02, n05, n09, n11, n16 = (_lesson(n) for n in ("01", "01b", "02", "05", "09", "11", "16"))
     assert (worked.Q1, worked.K1, worked.V1) == tuple(_literal(n01, k) for k in ("Q1", "K1", "V1"))
     for name, mine in (("X", attention._X), ("W_Q", attention._W_Q), ("W_K", attention._W_K),
                        ("W_V", attention._W_V)):
@@ -352,6 +352,8 @@ def test_the_drawings_start_from_the_lessons_own_inputs():
     assert _literal(n01b, "row", contains="15.5") == worked.ROW_01B
     assert _literal(n01b, "PAD") == masks.PAD
     assert _literal(n01b, "tokens_c", constants={"PAD": masks.PAD})[0] == masks.TOKENS_01B
+    assert _literal(n02, "rules") == patterns.RULES_02
+    assert _literal(n02, "strength") == patterns.STRENGTH_02
     assert _literal(n05, "S", contains="mask3") == worked.S_05
     assert _literal(n11, "example") == worked.TEXT_11
     assert _literal(n16, "row", contains="m_new") == inference.ROW_16
@@ -360,7 +362,8 @@ def test_the_drawings_start_from_the_lessons_own_inputs():
 
 
 @pytest.mark.parametrize(("name", "number"), [
-    ("softmax_numbers", "01"), ("qkv_projection", "01"), ("scaling_numbers", "01b"), ("two_heads_vs_one", "03"),
+    ("softmax_numbers", "01"), ("qkv_projection", "01"), ("scaling_numbers", "01b"), ("heatmap_reading", "02"),
+    ("two_heads_vs_one", "03"),
     ("masked_scores_numbers", "05"), ("tiled_attention", "16"),
 ])
 def test_every_decimal_a_drawing_shows_is_one_its_lesson_printed(name, number):

@@ -19,15 +19,15 @@ from .svg import Canvas
     heatmaps; the context c_t is the weighted sum of the encoder states, sum over i of alpha_{t,i} h_i. The
     GRU cell takes the embedding of the previous token y_{t-1} (<sos> at t = 0) and c_t as input, and s as
     its state, and returns the new state s'. The output layer W_out reads [s'; c_t] and gives logits over the
-    vocabulary; their argmax is the next token y_t. Dashed arrows: s' becomes the state s of step t + 1, and
-    y_t its previous token.""",
+    vocabulary; their argmax is the next token y_t. A dashed arrow carries y_t back to the previous-token box,
+    and the line beside it says that step t + 1 reads y_t as its previous token and s' as its state s.""",
 )
 def decoder_step() -> Canvas:
     c = Canvas(800, 520)
     c.box(20, 50, 160, 50, "token y_{t-1}", role=DATA, note="<sos> at t = 0")
     c.box(226, 52, 130, 46, "embedding", role=PARAMETER)
     c.line((180, 75), (222, 75))
-    c.box(20, 156, 160, 62, ["state s", "the query"], role=QUERY, size=15, note="s_0 at t = 0")
+    c.box(20, 156, 160, 62, ["state s", "the query"], role=QUERY, size=15, note="s_{0} at t = 0")
 
     # Encoder states: keys and values.
     hx, hy, hw = 20, 426, 44
@@ -331,7 +331,8 @@ def decoder_layer() -> Canvas:
         xa, y = mid - 34 + 34 * k, 274 + 18 * k
         c.line((ex + 264, y), (xa, y), colour=role.strong, sw=2.2, arrow=None)
         c.line((xa, y), (xa, 230), colour=role.strong, sw=2.2)
-    c.text(mid - 44, 318, "K, V from the encoder", size=14, bold=True, colour=KEY.strong, anchor="end")
+    c.text(ex + 272, 262, "K from the encoder", size=14, bold=True, colour=KEY.strong, anchor="start")
+    c.text(ex + 272, 306, "V from the encoder", size=14, bold=True, colour=VALUE.strong, anchor="start")
     c.line((mid + 34, 348), (mid + 34, 230), colour=QUERY.strong, sw=2.2)
     c.text(mid + 44, 300, "Q from the decoder", size=14, bold=True, colour=QUERY.strong, anchor="start")
     c.box(dx, 166, w, 60, "cross-attention", role=PARAMETER, size=15, note="padding mask on X; no causal mask",

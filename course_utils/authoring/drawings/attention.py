@@ -80,22 +80,23 @@ def qkv_projection() -> Canvas:
         c.text(334 + 2 * cell + 8, yc - 1.5 * cell - 14, f"= XW_{{{name}}}", size=15, colour=role.strong,
                anchor="start")
 
-    # Raw scores, weights, output.
+    # Raw scores, weights, output. Q's rows and K's rows meet in QK^T; the gap before A holds the step between.
     right = 334 + 2 * cell + 4
-    sc, s_x, s_y = 28, 490, 150
-    c.line((right, 110), (462, 110), (462, s_y + 0.8 * sc), (s_x - 4, s_y + 0.8 * sc), colour=QUERY.strong)
-    c.line((right, 264), (474, 264), (474, s_y + 2.2 * sc), (s_x - 4, s_y + 2.2 * sc), colour=KEY.strong)
+    sc, s_x, s_y = 26, 482, 150
+    c.line((right, 110), (456, 110), (456, s_y + 0.5 * sc), (s_x - 4, s_y + 0.5 * sc), colour=QUERY.strong)
+    c.line((right, 264), (468, 264), (468, s_y + 2.5 * sc), (s_x - 4, s_y + 2.5 * sc), colour=KEY.strong)
     c.matrix(s_x, s_y, 3, 3, sc, "QKᵀ", ["(n, n)", "raw scores"], role=PARAMETER, name_size=16,
              fill=lambda i, j: "#FFFFFF", text=lambda i, j: _cell(ex["QK"][i][j]), **ints)
-    ac, a_x = 52, 632
-    c.line((s_x + 3 * sc + 6, s_y + 1.5 * sc), (a_x - 6, s_y + 1.5 * sc))
-    c.text((s_x + 3 * sc + a_x) / 2, s_y + 1.5 * sc - 16, "÷√2,", size=14, colour=MUTED)
-    c.text((s_x + 3 * sc + a_x) / 2, s_y + 1.5 * sc + 16, "softmax", size=14, colour=MUTED)
-    c.matrix(a_x, s_y, 3, 3, ac, "A (weights)", ["(n, n), rows sum to 1"], role=PARAMETER, name_size=16,
+    ac, a_x = 50, 640
+    arrow_y = s_y + 1.5 * sc
+    c.line((s_x + 3 * sc + 6, arrow_y), (a_x - 6, arrow_y))
+    c.text((s_x + 3 * sc + a_x) / 2, arrow_y - 16, "÷√2,", size=14, colour=MUTED)
+    c.text((s_x + 3 * sc + a_x) / 2, arrow_y + 16, "softmax", size=14, colour=MUTED)
+    c.matrix(a_x, s_y, 3, 3, ac, "A (weights)", ["(n, n)", "rows sum to 1"], role=PARAMETER, name_size=16,
              fill=lambda i, j: weight_colour(ex["A"][i][j]), text=lambda i, j: _cell(round(ex["A"][i][j], 4)), **ints)
 
     o_x, o_y = 520, 392
-    c.line((a_x + 1.5 * ac, s_y + 3 * ac + 32), (a_x + 1.5 * ac, o_y + 1.5 * ac), (o_x + 2 * ac + 6, o_y + 1.5 * ac))
+    c.line((a_x + 1.5 * ac, s_y + 3 * ac + 50), (a_x + 1.5 * ac, o_y + 1.5 * ac), (o_x + 2 * ac + 6, o_y + 1.5 * ac))
     c.line((right, 418), (o_x - 6, 418), colour=VALUE.strong)
     c.matrix(o_x, o_y, 3, 2, ac, "output AV", ["(n, d_v) = (3, 2)"], role=PARAMETER, name_size=16,
              fill=lambda i, j: "#FFFFFF", text=lambda i, j: _cell(round(ex["AV"][i][j], 4)), **ints)

@@ -107,7 +107,7 @@ ROW_16 = [2.0, 5.0, 1.0, 7.0]  # lesson 16, section 2: the row whose running max
 def _running_sum(c: Canvas, y: float) -> None:
     """The running maximum m and sum l of one row, read one element at a time: at each step the old sum
     (grey) shrinks by e^(m - m_new) when the maximum grows, and the new term e^(x_j - m_new) (orange) is added."""
-    c.text(20, y, "the running max m and sum l of one row, the lesson's [2, 5, 1, 7], one key at a time:", size=15,
+    c.text(20, y, "the running max m and sum ℓ of one row, the lesson's [2, 5, 1, 7], one key at a time:", size=15,
            bold=True, anchor="start")
     m, l, unit, x0, step = -math.inf, 0.0, 96, 40, 190
     for j, x in enumerate(ROW_16):
@@ -118,17 +118,17 @@ def _running_sum(c: Canvas, y: float) -> None:
         grew = m_new > m
         c.text(cx + 74, y + 35, (f"m: {m:g} → {m_new:g}" if j else f"m = {m_new:g}") if grew else f"m stays {m:g}",
                size=14, anchor="start", bold=grew)
-        scale = f"old l × e^{{{m:g} − {m_new:g}}}" if j and grew else ("old l × 1" if j else "l = 0 to start")
+        scale = f"old ℓ × e^{{{m:g} − {m_new:g}}}" if j and grew else ("old ℓ × 1" if j else "ℓ = 0 to start")
         c.text(cx, y + 74, scale, size=15, anchor="start", colour=MUTED)
         if old:
             c.rect(cx, y + 94, old * unit, 26, fill="#D9D9D9", stroke=MUTED, sw=1.2)
         c.rect(cx + old * unit, y + 94, new * unit, 26, fill=KEY.light, stroke=KEY.strong, sw=1.2)
-        c.text(cx, y + 138, f"+ e^{{{x:g} − {m_new:g}}}: l = {old + new:.4f}", size=15, anchor="start")
+        c.text(cx, y + 138, f"+ e^{{{x:g} − {m_new:g}}}: ℓ = {old + new:.4f}", size=15, anchor="start")
         if j:
             c.line((cx - 22, y + 107), (cx - 8, y + 107), sw=1.5)
         m, l = m_new, old + new
     weights = ", ".join(f"{math.exp(x - m) / l:.4f}" for x in ROW_16)
-    c.text(400, y + 172, f"after the last key: softmax = e^{{x − m}} / l = [{weights}]", size=15)
+    c.text(400, y + 172, f"after the last key: softmax = e^{{x − m}} / ℓ = [{weights}]", size=15)
 
 
 @drawing(
@@ -139,7 +139,7 @@ def _running_sum(c: Canvas, y: float) -> None:
     block j = 1 being processed. Only its scores S_1 = Q K_1 transposed / sqrt(d_k), of shape (n_q, block),
     exist in memory, outlined; the scores of block 0 are gone, already folded into the running state, and
     those of block 2 have not been computed yet: the full n by m score matrix never exists. Per query row the
-    running state holds the largest score so far m, the running sum l of exp(score - m), and the accumulator
+    running state holds the largest score so far m, the running sum l (drawn as ℓ) of exp(score - m), and the accumulator
     acc of exp-weighted values (n_q by d_v). For each block: m_new = max(m, rowmax S_j); P = exp(S_j - m_new);
     l becomes l times exp(m - m_new) plus the row sums of P; acc becomes acc times exp(m - m_new) plus P V_j;
     then m = m_new. The factor exp(m - m_new) rescales what was summed under the old maximum. After the last
@@ -170,7 +170,7 @@ def tiled_attention() -> Canvas:
         else:
             c.rect(bx(j), sy, b * cell, nq * cell, fill="#F4F4F4" if state == "done" else "#FFFFFF",
                    stroke=MUTED, sw=1.2, dash="5 4")
-            c.lines(bx(j) + b * cell / 2, sy + nq * cell / 2, ["folded into", "m, l, acc"] if state == "done"
+            c.lines(bx(j) + b * cell / 2, sy + nq * cell / 2, ["folded into", "m, ℓ, acc"] if state == "done"
                     else ["not", "computed"], size=13, colour=MUTED)
         vx = bx(j) + (b - d) * cell / 2
         c.grid(vx, 310, b, d, cell, role=VALUE, fill=(lambda i, k: "#FFFFFF") if state != "now" else None)
@@ -188,7 +188,7 @@ def tiled_attention() -> Canvas:
     c.grid(rx, sy, nq, 1, cell, role=PARAMETER, fill=lambda i, k: "#FFFFFF")
     c.text(rx + cell / 2, sy - 14, "m", size=16, bold=True)
     c.grid(rx + 44, sy, nq, 1, cell, role=PARAMETER, fill=lambda i, k: "#FFFFFF")
-    c.text(rx + 44 + cell / 2, sy - 14, "l", size=16, bold=True)
+    c.text(rx + 44 + cell / 2, sy - 14, "ℓ", size=16, bold=True)
     c.grid(rx + 88, sy, nq, d, cell, role=VALUE, fill=lambda i, k: "#FFFFFF")
     c.text(rx + 88 + 1.5 * cell, sy - 14, "acc", size=16, bold=True, colour=VALUE.strong)
     c.text(rx + 88 + 1.5 * cell, sy + nq * cell + 16, "(n_q, d_v)", size=13, colour=MUTED, mono=True)

@@ -19,6 +19,9 @@ def _mask(c: Canvas, x: float, y: float, allowed, n: int, m: int, cell: float, *
 
 
 def _axes(c: Canvas, x: float, y: float, n: int, m: int, cell: float, rows: list[str], cols: list[str]) -> None:
+    """Query labels down the left (blue, headed "q"), key labels along the bottom (orange, ended by "k")."""
+    c.text(x - 8, y - 12, "q", size=14, colour=QUERY.strong, anchor="end", bold=True)
+    c.text(x + m * cell + 8, y + n * cell + 16, "k", size=14, colour=KEY.strong, anchor="start", bold=True)
     for i, label in enumerate(rows):
         c.text(x - 8, y + (i + 0.5) * cell, label, size=14, colour=QUERY.strong, anchor="end", bold=True)
     for j, label in enumerate(cols):
@@ -43,7 +46,7 @@ def padding_causal_mask() -> Canvas:
     real = [t != PAD for t in TOKENS_01B]
     c = Canvas(800, 390)
     y0 = 96
-    xs = [70, 330, 590]
+    xs = [70, 330, 582]
     c.text(20, 24, "batch item 0: tokens 4, 7, 1, PAD, PAD", size=15, bold=True, anchor="start")
     titles = [("causal_mask(5)", "(5, 5)"), ("padding_mask", "(1, 5), broadcast"), ("causal & padding", "(5, 5)")]
     for x, (title, shape) in zip(xs, titles):
@@ -76,7 +79,7 @@ def padding_causal_mask() -> Canvas:
     so each query reads itself and the past. Middle, what nn.MultiheadAttention needs for the same attention:
     its attn_mask means True = blocked, so pass ~mask, True strictly above the diagonal; the white cells are the
     same as on the left. Right, the mistake: the course's mask passed to nn.MultiheadAttention unchanged. It
-    blocks the past and the token itself and lets every query read only the strict future (highlighted), with
+    blocks the past and the token itself and lets every query read only the strict future (highlighted in yellow), with
     no error and no warning; the last query has no future, all its keys are blocked, and its row comes out as
     NaN.""",
 )
@@ -102,8 +105,8 @@ def mha_mask_conventions() -> Canvas:
         note = ["reads itself and the past", "the same cells read", "reads only the future"][k]
         c.text(x + n * cell / 2, y0 + n * cell + 42, note, size=14, colour=HIGHLIGHT.strong if k == 2 else INK,
                bold=k == 2)
-    c.text(400, 372, "white = may read; dark = blocked. T/F: the boolean stored in each mask.", size=14,
-           colour=MUTED)
+    c.text(400, 372, "white: read; yellow: read by mistake; dark: blocked. T/F: the boolean each mask stores.",
+           size=14, colour=MUTED)
     c.text(400, 396, "the wrong call raises nothing: only a leakage test or a NaN row gives it away", size=14,
            colour=MUTED)
     return c

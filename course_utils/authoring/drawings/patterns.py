@@ -4,11 +4,39 @@ rows in blue, keys on the columns in orange."""
 
 from __future__ import annotations
 
-from ...helpers.palette import DATA, INK, KEY, MUTED, PARAMETER, QUERY, VALUE, weight_colour
+import csv
+import math
+from pathlib import Path
+
+from ...helpers.palette import DATA, INK, KEY, MUTED, PARAMETER, QUERY, VALUE, text_on, weight_colour
 from .drawing import drawing
 from .svg import Canvas
 
 SENTENCE = ["the", "cat", "sat", "on", "the", "mat"]  # lessons 02 and 03
+# Lesson 02, section 2: who looks for what (query feature, key feature, weight in units of the strength).
+RULES_02 = [("determiner", "noun", 1.0), ("verb", "animate", 1.0), ("verb", "place", 0.5), ("animate", "verb", 1.0),
+            ("preposition", "place", 1.0), ("place", "preposition", 1.0)]
+STRENGTH_02 = 12.0
+
+
+def lesson_02_weights() -> list[list[float]]:
+    """Lesson 02's hand-written attention, computed as the lesson computes it: the features X of
+    ``data/sentence_features.csv``, Q = XW with W from ``RULES_02``, K = X, softmax(QK^T / sqrt(6)) row by row."""
+    path = Path(__file__).resolve().parents[3] / "data" / "sentence_features.csv"
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    names, X = rows[0][1:], [[float(v) for v in r[1:]] for r in rows[1:]]
+    col, d = {name: j for j, name in enumerate(names)}, len(names)
+    W = [[0.0] * d for _ in range(d)]
+    for looker, wanted, weight in RULES_02:
+        W[col[looker]][col[wanted]] = weight * STRENGTH_02
+    out = []
+    for x in X:
+        q = [sum(x[a] * W[a][b] for a in range(d)) for b in range(d)]
+        scores = [sum(qb * kb for qb, kb in zip(q, k)) / math.sqrt(d) for k in X]
+        e = [math.exp(v - max(scores)) for v in scores]
+        out.append([v / sum(e) for v in e])
+    return out
 
 
 def _rows(pattern, n: int) -> list[list[float]]:
@@ -27,11 +55,14 @@ def _heatmap(c: Canvas, x: float, y: float, w: list[list[float]], cell: float) -
 @drawing(
     "heatmap_reading", notebook="02", section="2. From features to queries and keys: how to read it",
     title="How to read an attention heatmap: rows are queries, columns are keys",
-    alt="""Left, an attention heatmap for the sentence "the cat sat on the mat", queries down the left in blue,
-    keys along the bottom in orange, bright cells for large weights on the course's viridis scale. One row is
-    outlined in blue: it is one query, the word asking, and its cells are its weights over all the keys; every
-    row sums to 1. One column is outlined in orange: it is one key, and its cells say how much each query reads
-    it; a column need not sum to anything. Right, three shapes to recognise, each a small heatmap: a bright
+    alt="""Left, the lesson's hand-written attention for the sentence "the cat sat on the mat" (queries Q = XW,
+    keys K = X), drawn as a heatmap: queries down the left in blue, keys along the bottom in orange, bright cells
+    for large weights on the course's viridis scale, and every weight of at least 0.05 written in its cell, as
+    the lesson prints them. Both "the" rows put 0.49 on "cat" and 0.49 on "mat"; "cat" puts 0.96 on "sat";
+    "sat" puts 0.90 on "cat" and 0.08 on "mat"; "on" puts 0.96 on "mat"; "mat" puts 0.96 on "on". One row is
+    outlined in blue: the query "cat", the word asking, and its weights over all the keys; every row sums to 1.
+    One column is outlined in orange: the key "mat", and how much each query reads it (0.49, 0.08, 0.96 and
+    0.49); a column need not sum to anything. Right, three shapes to recognise, each a small heatmap: a bright
     diagonal, where every token reads itself; a bright column, where every query reads the same key; a stripe
     just below the diagonal, where every token reads the token before it, a pattern of position rather than of
     content.""",
@@ -40,14 +71,14 @@ def heatmap_reading() -> Canvas:
     n, cell = len(SENTENCE), 40
     gx, gy = 96, 84
     c = Canvas(800, 480)
-    demo = [[0.0] * n for _ in range(n)]
-    for i, j, v in [(0, 1, 0.8), (1, 2, 0.7), (2, 1, 0.85), (3, 5, 0.75), (4, 5, 0.8), (5, 3, 0.7)]:
-        demo[i][j] = v
-    for i in range(n):
-        rest = (1 - sum(demo[i])) / (n - 1)
-        demo[i] = [v or rest for v in demo[i]]
-    c.text(20, 24, "one heatmap, read two ways", size=15, bold=True, anchor="start")
-    _heatmap(c, gx, gy, demo, cell)
+    weights = lesson_02_weights()
+    c.text(20, 24, "the heatmap above, Q = XW and K = X, read two ways", size=15, bold=True, anchor="start")
+    _heatmap(c, gx, gy, weights, cell)
+    for i in range(n):  # the weights the lesson prints: every key with at least 0.05, to 2 decimals
+        for j in range(n):
+            if weights[i][j] >= 0.05:
+                c.text(gx + (j + 0.5) * cell, gy + (i + 0.5) * cell, f"{weights[i][j]:.2f}", size=13,
+                       colour=text_on(weight_colour(weights[i][j])))
     for k, word in enumerate(SENTENCE):
         c.text(gx - 8, gy + (k + 0.5) * cell, word, size=14, colour=QUERY.strong, anchor="end", bold=True)
         c.text(gx + (k + 0.5) * cell, gy + n * cell + 16, word, size=14, colour=KEY.strong, bold=True)
@@ -110,7 +141,8 @@ def cross_attention_who_reads() -> Canvas:
         c.text(x + 26, bottom + 39, f"v{j}", size=14, colour=INK)
         c.text(x + 26, bottom + 68, f"x{j}", size=14, bold=True)
     c.text(20, bottom + 98, "encoder X: keys and values", size=14, bold=True, anchor="start")
-    c.lines(250, 190, ["every query reads every key:", "no causal mask"], size=14, halo="#FFFFFF")
+    c.rect(142, 166, 216, 48, fill="#FFFFFF", stroke="#D0D0D0", sw=1, rx=6)  # a label on the lines, readable
+    c.lines(250, 190, ["every query reads every key:", "no causal mask"], size=14)
 
     gx, gy, cell = 560, 120, 34
     weights = [[0.1, 0.6, 0.1, 0.1, 0.1], [0.05, 0.1, 0.1, 0.7, 0.05], [0.3, 0.1, 0.2, 0.1, 0.3]]

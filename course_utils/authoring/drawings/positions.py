@@ -87,14 +87,14 @@ D_MODEL_09, PAIRS_09 = 64, (0, 4, 8, 20)  # lesson 09, section 2: d_model and th
     encoding with d_model = 64 (pairs 0, 4, 8 and 20, the ones the lesson plots); each column is one position
     p = 0, 1, 2, 3, 4 and 10. In every face the hand points at the angle p times omega_i, clockwise from twelve
     o'clock, so its horizontal coordinate is the pair's sine dimension PE(p, 2i) and its vertical coordinate
-    the cosine dimension PE(p, 2i + 1). At position 0 every hand points straight up (sine 0, cosine 1). Pair 0
+    the cosine dimension PE(p, 2i + 1). At position 0 (the shaded faces) every hand points straight up (sine 0, cosine 1): PE(0) = (0, 1, 0, 1, ...). Pair 0
     turns 57.3 degrees per position, a full turn every 6.3 positions; pair 4 turns 18.1 degrees, pair 8 turns
     5.7 degrees, and pair 20 only 0.2 degrees per position, so over a few positions it barely moves. Like the
     hands of a clock, fast and slow hands together tell every position apart.""",
 )
 def positional_clock_hands() -> Canvas:
     positions = (0, 1, 2, 3, 4, 10)
-    c = Canvas(800, 492)
+    c = Canvas(800, 516)
     x0, step, y0, row, r = 300, 82, 96, 90, 28
     c.text(20, 24, f"PE(p) with d_model = {D_MODEL_09}: pair i is one hand, at angle p·ω_{{i}}", size=15, bold=True,
            anchor="start")
@@ -112,7 +112,8 @@ def positional_clock_hands() -> Canvas:
             a = p * omega
             c.line((cx, y), (cx + (r - 5) * math.sin(a), y - (r - 5) * math.cos(a)), colour=INK, sw=2.5)
     c.text(400, 450, "hand = (sin p·ω_{i}, cos p·ω_{i}) = (PE(p, 2i), PE(p, 2i+1))", size=15)
-    c.text(400, 474, "fast hands and slow hands together tell every position apart", size=14, colour=MUTED)
+    c.text(400, 474, "p = 0 (shaded): every hand points up, PE(0) = (0, 1, 0, 1, ...)", size=14, colour=MUTED)
+    c.text(400, 496, "fast hands and slow hands together tell every position apart", size=14, colour=MUTED)
     return c
 
 

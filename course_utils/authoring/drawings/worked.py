@@ -116,7 +116,7 @@ def scaling_numbers() -> Canvas:
     raw_w, weights = softmax(raw), softmax(scaled)
     c = Canvas(800, 420)
     x0, w, h = 250, 104, 38
-    c.text(20, 24, "one query, three keys, d_k = 256: the same row twice", size=15, bold=True, anchor="start")
+    c.text(20, 24, "one query, three keys, d_{k} = 256: the same row twice", size=15, bold=True, anchor="start")
     for j in range(3):
         c.text(x0 + (j + 0.5) * w, 58, f"key {j}", size=14, bold=True, colour=KEY.strong)
     c.text(x0 - 14, 94, "raw scores q · k", size=15, anchor="end")
@@ -228,8 +228,12 @@ def masked_scores_numbers() -> Canvas:
     cell, wide, y0 = 46, 62, 84
     xs = [36, 220, 404, 590]
     c.text(20, 24, "the scores of three tokens, masked before the softmax", size=15, bold=True, anchor="start")
-    c.matrix(xs[0], y0, n, n, cell, "S", "raw scores", role=PARAMETER, fill=lambda i, j: "#FFFFFF",
+    c.matrix(xs[0], y0, n, n, cell, "S", (), role=PARAMETER, fill=lambda i, j: "#FFFFFF",
              text=lambda i, j: fmt(S[i][j]), size=14)
+    for j in range(n):  # the keys, along the bottom of S
+        c.text(xs[0] + (j + 0.5) * cell, y0 + n * cell + 14, str(j), size=14, colour=KEY.strong, bold=True)
+    c.text(xs[0] + n * cell + 8, y0 + n * cell + 14, "k", size=14, colour=KEY.strong, anchor="start", bold=True)
+    c.text(xs[0] + n * cell / 2, y0 + n * cell + 36, "raw scores", size=13, colour=MUTED, mono=True)
     c.matrix(xs[1], y0, n, n, cell, "causal mask", "True = may attend", role=MASK,
              fill=lambda i, j: MASK.strong if j > i else "#FFFFFF", text=lambda i, j: "F" if j > i else "T", size=14)
     c.matrix(xs[2], y0, n, n, cell, "S, blocked = −∞", "masked_fill(~mask, −∞)", role=PARAMETER,
