@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 
-from .compare import Answers
+from .compare import Answers, two_numbers
 from .registry import register
 from .report import Hint, StudentCrash, as_float, call, failing_case, generator
 
@@ -166,7 +166,7 @@ def _same(a: float, b) -> bool:
 def check_offset_share(fn: Callable[[torch.Tensor, int], float], seed: int) -> None:
     """Check ``fn(weights (n, m), offset) -> float``: the mean of ``weights[i, i + offset]`` over the queries i
     with ``0 <= i + offset < m``, on 7 fixed cases and 6 hidden random ones (repeat a run with ``seed=``)."""
-    answers = Answers(_same, lambda c: f"expected {c.expected:.4f}, got {c.got:.4f}: the mean of weights[i, i + offset] "
+    answers = Answers(_same, lambda c: "expected {}, got {}".format(*two_numbers(c.expected, c.got)) + ": the mean of weights[i, i + offset] "
                                        "over the queries i that have that key (0 <= i + offset < m).")
     for description, w, offset in [*_fixed_cases(), *_random_cases(seed)]:
         with failing_case(description):

@@ -51,6 +51,16 @@ def difference(got, want: torch.Tensor, what: str) -> str:
     return f"{what} has the right shape and dtype but differs by up to {largest_difference(got, want):.3g}"
 
 
+def two_numbers(want: float, got: float) -> tuple[str, str]:
+    """``want`` and ``got`` printed with as many digits as it takes to tell them apart (4, 6 or 9 significant),
+    so that a hint never reads "expected 0.1667, got 0.1667"."""
+    for digits in (4, 6, 9):
+        a, b = f"{want:.{digits}g}", f"{got:.{digits}g}"
+        if a != b:
+            break
+    return a, b
+
+
 def fraction_close(a: float, b: float, tol: float = 1e-6) -> bool:
     return a is not None and b is not None and not math.isnan(a) and abs(a - b) <= tol
 

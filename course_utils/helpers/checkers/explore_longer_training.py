@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from .compare import Answers, call_unchanged, fraction_close
+from .compare import Answers, call_unchanged, fraction_close, two_numbers
 from .registry import register
 from .report import as_float, failing_case, generator
 
@@ -72,7 +72,7 @@ def _cases(seed: int):
 def check_argmax_offset_share(fn: Callable[[torch.Tensor, torch.Tensor, int], float], seed: int) -> None:
     """``fn(weights (N, T_out, T_in), lengths (N,), offset) -> float``: the share of token steps t < n whose
     largest weight sits at the mirrored position m(t) = n - 1 - t plus ``offset``."""
-    answers = Answers(fraction_close, lambda c: f"expected {c.expected:.4f}, got {c.got:.4f}.")
+    answers = Answers(fraction_close, lambda c: "expected {}, got {}.".format(*two_numbers(c.expected, c.got)))
     for offset, weights, lengths in _cases(seed):
         name = f"offset {offset:+d} on a padded batch with lengths {lengths.tolist()}"
         with failing_case(f"on {name}"):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from .compare import Answers, call_unchanged, close, largest_difference, same_tensor
+from .compare import ALLCLOSE, Answers, call_unchanged, close, expect_like, largest_difference, same_tensor
 from .registry import register
 from .report import Hint, call, expect_tensor, failing_case, generator
 
@@ -33,6 +33,7 @@ def _tau_cases(seed: int) -> list[tuple[str, torch.Tensor]]:
         ("a single key (m = 1)", torch.tensor([[0.3], [-2.0]], dtype=torch.float64)),
         ("unsorted rows of a batch (4, 6, 10)", 2 * torch.randn(4, 6, 10, generator=g, dtype=torch.float64)),
         ("large scores, 3 x 300", 40 * torch.randn(3, 300, generator=g, dtype=torch.float64)),
+        ("float32 scores (8, 12), as in the notebook", 2 * torch.randn(8, 12, generator=g)),
     ]
     g = generator(seed)
     m = int(torch.randint(2, 21, (1,), generator=g))
@@ -72,6 +73,7 @@ def check_sparsemax_threshold(fn: Callable[[torch.Tensor], torch.Tensor], seed: 
                            f"{tuple(got.shape)}.")
             if got.is_complex() or got.dtype == torch.bool:
                 raise Hint(f"tau should be real numbers, got a {got.dtype} tensor.")
+            expect_like(got, z, "tau", why=ALLCLOSE)
             got = got.to(torch.float64)
             if got.isnan().any():
                 raise Hint("your tau contains NaN: a 0/0 (a count of kept keys that is 0?) or a NaN from the scores' "

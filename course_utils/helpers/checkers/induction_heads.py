@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from .compare import two_numbers
 from .registry import register
 from .report import Hint, call, failing_case, generator
 
@@ -101,15 +102,6 @@ def _differing(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
     return ~torch.isclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True).flatten()
 
 
-def _two_numbers(want: float, got: float) -> tuple[str, str]:
-    """``want`` and ``got`` with as many digits as it takes to tell them apart (up to 9)."""
-    for digits in (4, 6, 9):
-        a, b = f"{want:.{digits}g}", f"{got:.{digits}g}"
-        if a != b:
-            break
-    return a, b
-
-
 def _check_once(fn: Callable, weights: torch.Tensor, L: int, where: str) -> None:
     given = weights.clone()
     result = call(fn, given, L, case=where)
@@ -126,7 +118,7 @@ def _check_once(fn: Callable, weights: torch.Tensor, L: int, where: str) -> None
     diff = (got - want).abs().flatten().nan_to_num(float("inf")).where(bad, torch.zeros((), dtype=got.dtype))
     k = int(diff.argmax())
     at = f" at index {tuple(int(i) for i in np.unravel_index(k, want.shape))}" if want.dim() else ""
-    should, was = _two_numbers(want.flatten()[k].item(), got.flatten()[k].item())
+    should, was = two_numbers(want.flatten()[k].item(), got.flatten()[k].item())
     raise Hint(f"the score{at} should be {should}, got {was}; {int(bad.sum())} of {bad.numel()} scores differ. The score of a head is the mean of "
                "weights[..., i, i - L + 1] over the queries i = L .. T-1.", where)
 

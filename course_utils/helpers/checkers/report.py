@@ -167,7 +167,10 @@ def call(fn: Callable, *args, case: str = "", **kwargs):
     """Run the student's ``fn(*args, **kwargs)`` and return its result.
 
     - ``NotImplementedError`` -> :class:`NotDone` (not started, or not finished for ``case``);
-    - any other exception -> :class:`StudentCrash` (the student's error, with ``case``).
+    - any other exception -> :class:`StudentCrash` (the student's error, with ``case``);
+    - a result holding a tensor on another device than the inputs, or a float tensor with less precision
+      than every float input (float16 out of float32) -> :class:`Hint` naming it (issue 33: such a result
+      cannot be compared, and a value hint would name a mistake that was not made).
 
     ``fn`` may be a remote stand-in (the grader's proxies): nothing but calling it is done here.
     """
@@ -220,10 +223,10 @@ def _no_precision_lost(result, args: tuple, kwargs: dict, case: str) -> None:
     given = [t.dtype for t in _tensors((args, kwargs)) if t.is_floating_point()]
     if not given:
         return
-    finest = min(given, key=lambda d: torch.finfo(d).eps)
+    coarsest = max(given, key=lambda d: torch.finfo(d).eps)
     for t in _tensors(result):
-        if t.is_floating_point() and torch.finfo(t.dtype).eps > torch.finfo(finest).eps:
-            raise Hint(f"your result has dtype {t.dtype}, the inputs {finest}: keep the inputs' dtype (no .half(), "
+        if t.is_floating_point() and torch.finfo(t.dtype).eps > torch.finfo(coarsest).eps:
+            raise Hint(f"your result has dtype {t.dtype}, the inputs {coarsest}: keep the inputs' dtype (no .half(), "
                        ".bfloat16() or torch.tensor(...) copies; create new tensors with dtype=x.dtype). In "
                        f"{t.dtype} the values are off by more than the checks allow.", case)
 
