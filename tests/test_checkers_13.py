@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.helpers.checkers import check_argmax_offset_share
+from course_utils.helpers import checkers
+from course_utils.helpers.checkers import (
+    check_argmax_offset_share,
+    explore_longer_training,
+)
 
 SEEDS = (0, 1)
 
@@ -30,3 +34,40 @@ def _share(w, lengths, k):
 @pytest.mark.parametrize("convert", [str, np.str_, lambda v: bool(v), lambda v: np.bool_(v), lambda v: [v]])
 def test_13_a_number_as_a_string_or_bool_is_refused(convert, capsys):
     _all_wrong(check_argmax_offset_share, lambda w, n, k: convert(_share(w, n, k)), "one number")
+
+def _run(check, fn, capsys, seeds=(0, 1, 2)):
+    results = [check(fn, seed=s) for s in seeds]
+    capsys.readouterr()
+    return results
+
+
+def _all(results, status, *words):
+    for r in results:
+        assert r.status == status, r.message
+        assert "bug in the checker" not in r.message
+        for word in words:
+            assert word in r.message, r.message
+
+
+# --------------------------------------------------------------------------- 13 argmax_offset_share
+
+
+def argmax_over_the_source(w, lengths, offset):
+    """The peak over the first n source positions only (a masked model puts no weight on padding)."""
+    hits, steps = 0, 0
+    for b, n in enumerate(lengths.tolist()):
+        peak = w[b, :n, :n].argmax(-1)
+        hits += int((peak == n - 1 - torch.arange(n) + offset).sum())
+        steps += n
+    return hits / steps
+
+
+def test_argmax_offset_share_accepts_the_peak_over_the_first_n_sources(capsys):
+    _all(_run(checkers.check_argmax_offset_share, argmax_over_the_source, capsys), "correct")
+
+
+def test_argmax_offset_share_cases_put_no_weight_on_padding():
+    for seed in range(5):
+        for _, w, lengths in explore_longer_training._cases(seed):
+            padded = torch.arange(w.shape[-1]) >= lengths[:, None, None]
+            assert (w.masked_select(padded.expand_as(w)) == 0).all()

@@ -5,8 +5,10 @@ the task does not allow is told the order, and a function unfinished for one cas
 import math
 
 import numpy as np
+import pytest
 import torch
 
+from course_utils.helpers import checkers
 from course_utils.helpers.checkers import (
     check_causal_mask,
     check_classify_heads,
@@ -78,3 +80,93 @@ def test_a_stub_is_still_not_implemented_yet(capsys):
 
     for result in _verdicts(check_causal_mask, stub):
         assert result.status == "not done" and "not implemented yet" in result.message and not result.case
+
+def _run(check, fn, capsys, seeds=(0, 1, 2)):
+    results = [check(fn, seed=s) for s in seeds]
+    capsys.readouterr()
+    return results
+
+
+def _all(results, status, *words):
+    for r in results:
+        assert r.status == status, r.message
+        assert "bug in the checker" not in r.message
+        for word in words:
+            assert word in r.message, r.message
+
+
+# --------------------------------------------------------------------------- another device, every checker
+
+
+@pytest.mark.parametrize("name", ["check_masked_softmax", "check_masked_attention", "check_qkv_head", "check_rope",
+                                  "check_offset_share", "check_causal_mask", "check_next_token_probs"])
+def test_a_result_on_another_device_is_named_not_a_checker_bug(name, capsys):
+    import sys
+    sys.path.insert(0, "tests")
+    from test_checkers_contract import CASES
+
+    right = CASES[name][0]
+
+    def moved(*args, **kwargs):
+        out = right(*args, **kwargs)
+        return tuple(o.to("meta") for o in out) if isinstance(out, tuple) else torch.as_tensor(out).to("meta")
+
+    _all(_run(checkers.CHECKS[name].function, moved, capsys, seeds=(0,)), "wrong", "device 'meta'")
+
+
+@pytest.mark.parametrize("name", ["check_masked_attention", "check_qkv_head", "check_head_entropy",
+                                  "check_next_token_probs", "check_offset_share", "check_online_update"])
+def test_a_result_with_less_precision_names_the_dtype(name, capsys):
+    import sys
+    sys.path.insert(0, "tests")
+    from test_checkers_contract import CASES
+
+    right = CASES[name][0]
+
+    def half(*args, **kwargs):
+        out = right(*args, **kwargs)
+        return tuple(o.half() if o.is_floating_point() else o for o in out) if isinstance(out, tuple) else \
+            torch.as_tensor(out).half()
+
+    _all(_run(checkers.CHECKS[name].function, half, capsys, seeds=(0,)), "wrong", "torch.float16")
+
+# --------------------------------------------------------------------------- self-contradicting numbers
+
+
+@pytest.mark.parametrize("name, nudge", [
+    ("check_offset_share", lambda right: lambda w, k: float(right(w, k)) + 2e-5),
+    ("check_argmax_offset_share", lambda right: lambda w, n, k: right(w, n, k) + 2e-5),
+])
+def test_a_value_just_outside_the_tolerance_prints_two_different_numbers(name, nudge, capsys):
+    import sys
+    sys.path.insert(0, "tests")
+    from test_checkers_contract import CASES
+
+    (result,) = _run(checkers.CHECKS[name].function, nudge(CASES[name][0]), capsys, seeds=(0,))
+    assert result.status == "wrong", result.message
+    expected, got = result.hint.split("expected ")[1].split(", got ")
+    assert expected != got.split(":")[0].rstrip("."), result.hint
+
+
+def test_two_numbers_uses_the_digits_it_takes():
+    from course_utils.helpers.checkers.compare import two_numbers
+
+    assert two_numbers(0.16667, 0.5) == ("0.1667", "0.5")
+    assert two_numbers(0.0626001, 0.0626049) == ("0.0626001", "0.0626049")
+    assert two_numbers(1 / 3, 1 / 3 + 1e-12)[0] != "0.3333"
+
+
+@pytest.mark.parametrize("name", ["check_qkv_head", "check_masked_attention", "check_online_update",
+                                  "check_sparsemax_threshold"])
+def test_float64_is_named_where_the_next_cell_compares_with_allclose(name, capsys):
+    import sys
+    sys.path.insert(0, "tests")
+    from test_checkers_contract import CASES
+
+    right = CASES[name][0]
+    def double(*a):
+        out = right(*a)
+        return tuple(o.double() for o in out) if isinstance(out, tuple) else out.double()
+
+    (result,) = _run(checkers.CHECKS[name].function, double, capsys, seeds=(0,))
+    assert result.status == "wrong" and "torch.float64" in result.hint and "allclose" in result.hint, result.message

@@ -4,7 +4,7 @@ Features are taken in adjacent pairs ``(x[2i], x[2i+1])``; at position ``p`` pai
 rotated by the angle ``p * w_i`` with ``w_i = base ** (-2i / d)``, the frequencies of the
 sinusoidal encoding. Rotations compose: ``R(p)^T R(q) = R(q - p)``, so the score
 ``rope(q, p) . rope(k, p')`` depends on the positions only through the offset ``p' - p``.
-(Some libraries pair feature ``i`` with ``i + d/2`` instead; the property is the same.)
+(LLaMA's and Hugging Face's code pair ``i`` with ``i + d/2`` instead: ``models/rotary.py``.)
 Angles, cos and sin are computed in float64, then cast (float32 at least): in float32 the angle of
 position 8192 is off by 5e-4, and 2**25 + 1 == 2**25. Built in notebook 17.
 
@@ -30,10 +30,7 @@ def _check_d_base(d: int, base: float, what: str = "d") -> None:
 
 
 def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> Tensor:
-    """Rotation angles ``positions[t] * base ** (-2i / d)``: ``(T,)`` floating positions -> ``(T, d/2)``.
-
-    Computed in float32 at least (float64 for float64 positions, as ``apply_rope`` passes them). Built in notebook 17.
-    """
+    """Angles ``positions[t] * base ** (-2i / d)``, ``(T,)`` -> ``(T, d/2)``, float32 at least. Built in notebook 17."""
     require_tensor("positions", positions, ndim=1, floating=True, shape="(T,)")
     _check_d_base(d, base)
     work = torch.promote_types(positions.dtype, torch.float32)
@@ -68,10 +65,8 @@ def apply_rope(x: Tensor, offset: int = 0, base: float = 10000.0) -> Tensor:
 
 def rope_rotation_matrix(position: int, d: int, base: float = 10000.0, *, dtype: torch.dtype = torch.float64,
                          device: torch.device | str | None = None) -> Tensor:
-    """The ``(d, d)`` block-diagonal matrix ``R(position)``: ``apply_rope(x)[t] == R(t) @ x[t]``. Built in notebook 17.
-
-    ``position`` is a whole number, negative too (``R(-p) = R(p)^T``).
-    """
+    """The ``(d, d)`` block-diagonal ``R(position)``, any whole ``position`` (``R(-p) = R(p)^T``): ``apply_rope(x)[t] ==
+    R(t) @ x[t]``. Built in notebook 17."""
     require_int(position=position)
     require_float_dtype("dtype", dtype)
     device = require_device(device) or torch.empty(0).device

@@ -57,7 +57,7 @@ ENTRIES = (
          builds=('core.multihead.split_heads', 'core.multihead.MultiHeadAttention',
                  'core.multihead.to_torch_multihead'),
          drawings=('two_heads_vs_one', 'heads_split_merge'), plots=('multihead_plots',),
-         tests=('test_checkers_lessons.py', 'test_multihead.py', 'test_multihead_plots.py')),
+         tests=('test_checkers_lessons.py', 'test_checkers_03.py', 'test_multihead.py', 'test_multihead_plots.py')),
     dict(key='03b', stem='03b_pytorch_multihead', title='`nn.MultiheadAttention` and the mask-convention trap',
          kind='core', needs=('01b', '03'),
          outcomes=('the same weights in nn.MultiheadAttention; attention dropout; its inverted masks (attn_mask, '
@@ -67,7 +67,7 @@ ENTRIES = (
                    '3. The mask-convention trap', '3.1 Padding masks: `key_padding_mask`',
                    '3.2 One more difference: the shape of a per-sequence mask'),
          tasks={'torch_attn_mask': 'check_torch_attn_mask'}, builds=(), drawings=('mha_mask_conventions',), plots=('multihead_plots',),
-         tests=('test_checkers_pytorch_multihead.py', 'test_multihead.py')),
+         tests=('test_checkers_pytorch_multihead.py', 'test_checkers_03b.py', 'test_multihead.py')),
     dict(key='04', stem='04_seq2seq_with_attention', title='Sequence-to-sequence with additive (Bahdanau) attention',
          kind='core', needs=('01', '02', '03'), background='a little of RNNs',
          outcomes=('additive (Bahdanau) attention in a GRU encoder-decoder; one decoder step; read where it looks '
@@ -148,7 +148,7 @@ ENTRIES = (
                    '7.3 A copy at a random place'),
          tasks={'induction_score': 'check_induction_score'}, builds=('models.induction.AttentionOnlyTransformer',),
          drawings=('induction_circuit',), plots=('induction_plots', 'exploration_plots'),
-         tests=('test_checkers_induction.py', 'test_induction.py')),
+         tests=('test_checkers_induction.py', 'test_checkers_07b.py', 'test_induction.py')),
     dict(key='08', stem='08_attention_vs_no_attention', title='Exercise: attention vs. no attention',
          kind='core (exercise)', needs=('04',),
          outcomes='token accuracy, exact match and accuracy by length; attention vs no attention as sources grow',

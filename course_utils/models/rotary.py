@@ -21,7 +21,7 @@ import copy
 import torch
 from torch import Tensor, nn
 
-from ..core.rope import RotaryMultiHeadAttention, rope_angles
+from ..core.rope import RotaryMultiHeadAttention, _cos_sin  # the angles in float64, as apply_rope's
 from ..core.validation import require_nonnegative_int, require_positive, require_positive_float, require_tensor
 from .language_model import CausalLM
 
@@ -32,7 +32,7 @@ def apply_rope_halves(x: Tensor, offset: int = 0, base: float = 10000.0) -> Tens
     """RoPE in the halves layout: ``(x[..., i], x[..., i + d/2])`` is rotated by ``(offset + t) * w_i``.
 
     ``x (..., T, d)`` -> a new tensor of x's shape and dtype (cos and sin in float32 at least), as
-    Hugging Face's ``x * cos + rotate_half(x) * sin``. Built in notebook 17.
+    Hugging Face's ``x * cos + rotate_half(x) * sin``; angles in float64, as ``apply_rope``'s. Built in notebook 17.
     """
     require_tensor("x", x, min_ndim=2, floating=True, shape="(..., T, d)")
     require_nonnegative_int(offset=offset)
@@ -40,9 +40,7 @@ def apply_rope_halves(x: Tensor, offset: int = 0, base: float = 10000.0) -> Tens
     if d % 2:
         raise ValueError(f"the feature size d of x (..., T, d) must be even (features are rotated in pairs), got d={d}")
     require_positive_float(base=base)
-    work = torch.promote_types(x.dtype, torch.float32)
-    angles = rope_angles(torch.arange(offset, offset + T, dtype=work, device=x.device), d, base)  # (T, d/2)
-    cos, sin = torch.cos(angles), torch.sin(angles)
+    cos, sin = _cos_sin(int(offset), T, d, base, torch.promote_types(x.dtype, torch.float32), x.device)  # (T, d/2)
     a, b = x[..., : d // 2], x[..., d // 2:]  # first and second half, (..., T, d/2) each
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1).to(x.dtype)
 
