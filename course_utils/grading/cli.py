@@ -149,6 +149,7 @@ def _lost(rel: str, value: str) -> dict:
 def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_timeout: float = 30,
                  memory_gib: float = 4, isolation: str = "auto", progress=None, header=None) -> list[dict]:
     """Grade every notebook under ``folder``; the results (one dict per submission), in any order."""
+    sys.dont_write_bytecode = True  # grading writes nothing into the course checkout (not even __pycache__)
     folder = folder.resolve()
     items = find_submissions(folder)
     progress = progress or (lambda done, total, result: None)
