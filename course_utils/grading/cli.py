@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .exercises import Exercise, exercises, load_check
 from .judge import Context, grade_submission
+from .report import Result, clean, csv_cell
 from .sandbox import Limits, become_subreaper, copy_package, detect, end_tree, kill_user
 
 FIXED_COLUMNS = ["submission", "exercise", "correct", "tasks"]
@@ -75,8 +76,7 @@ def _judge(conn, ctx: Context) -> None:
         try:
             row = grade_submission(Path(path), rel, ctx)
         except Exception as err:  # noqa: BLE001 - the grader's own failure: this row only
-            row = {"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0,
-                   "invalid": f"crashed: the grader failed on this file ({type(err).__name__}: {err})"}
+            row = Result(rel, problem=f"crashed: the grader failed on this file ({type(err).__name__}: {err})")
         conn.send(row)
 
 
@@ -113,7 +113,7 @@ class Judges:
                 try:
                     row = conn.recv()
                 except (EOFError, OSError):
-                    row = _lost(slot["job"][1], "crashed: the grader's judge process ended")
+                    row = Result(slot["job"][1], problem="crashed: the grader's judge process ended")
                     self._replace(slot)
                 slot["job"] = None
                 done(row)
@@ -123,7 +123,7 @@ class Judges:
                     self._stop(slot)
                     self._replace(slot)
                     slot["job"] = None
-                    done(_lost(rel, "timed out"))
+                    done(Result(rel, problem="timed out"))
 
     def _replace(self, slot: dict) -> None:
         with suppress(OSError):
@@ -142,13 +142,9 @@ class Judges:
                 kill_user(self.ctx.isolation.uids[slot["slot"]])
 
 
-def _lost(rel: str, value: str) -> dict:
-    return {"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0, "lost": value}
-
-
 def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_timeout: float = 30,
-                 memory_gib: float = 4, isolation: str = "auto", progress=None, header=None) -> list[dict]:
-    """Grade every notebook under ``folder``; the results (one dict per submission), in any order."""
+                 memory_gib: float = 4, isolation: str = "auto", progress=None, header=None) -> list[Result]:
+    """Grade every notebook under ``folder``; the results (one per submission), in any order."""
     sys.dont_write_bytecode = True  # grading writes nothing into the course checkout (not even __pycache__)
     folder = folder.resolve()
     items = find_submissions(folder)
@@ -158,10 +154,10 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
         for task in spec.tasks:
             load_check(task)
     run_dir = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    results: list[dict] = []
+    results: list[Result] = []
     iso = None
 
-    def done(result: dict) -> None:
+    def done(result: Result) -> None:
         results.append(result)
         progress(len(results), len(items), result)
 
@@ -173,8 +169,7 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
             header(len(items), iso)
         for path, rel, why in items:
             if why:
-                done({"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0,
-                      "invalid": f"invalid: {why}"})
+                done(Result(rel, problem=f"invalid: {why}"))
         limits = Limits(memory_bytes=int(memory_gib * 2**30), cpu_seconds=int(timeout) + 30)
         ctx = Context(table, iso, 0, run_dir, package, timeout, task_timeout, limits)
         become_subreaper()
@@ -186,50 +181,54 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     for result in results:
-        result["isolation"] = iso.label() if iso else ""
+        result.isolation = iso.label() if iso else ""
     return results
 
 
-def task_columns(results: list[dict], table: dict[str, Exercise]) -> list[str]:
-    present = {r["exercise"] for r in results if r["exercise"]} or set(table)
+def task_columns(results: list[Result], table: dict[str, Exercise]) -> list[str]:
+    present = {r.exercise for r in results if r.exercise} or set(table)
     columns = [t.name for ex, spec in table.items() if ex in present for t in spec.tasks]
     return list(dict.fromkeys(columns))
 
 
-def table_rows(results: list[dict], table: dict[str, Exercise] | None = None) -> list[dict[str, str]]:
-    """The rows of grades.csv, sorted by submission path."""
+def table_rows(results: list[Result], table: dict[str, Exercise] | None = None) -> list[dict[str, str]]:
+    """The rows of grades.csv, sorted by submission path; every value one line of printable text (``clean``)."""
     table = table if table is not None else exercises()
     columns = task_columns(results, table)
     rows = []
-    for r in sorted(results, key=lambda r: r["submission"]):
-        values = r["values"]
-        tasks = len(table[r["exercise"]].tasks) if r["exercise"] else 0
-        row = {"submission": r["submission"], "exercise": r["exercise"],
-               "correct": str(sum(v == "correct" for v in values.values())), "tasks": str(tasks)}
-        for column in columns:
-            row[column] = r.get("invalid") or r.get("lost") or values.get(column, "")
-        row[FLAGS] = r.get("flags", "")
-        rows.append(row)
+    for r in sorted(results, key=lambda r: clean(r.submission)):
+        tasks = len(table[r.exercise].tasks) if r.exercise in table else 0
+        row = {"submission": r.submission, "exercise": r.exercise,
+               "correct": str(sum(v == "correct" for v in r.values.values())), "tasks": str(tasks)}
+        row.update({column: r.problem or r.values.get(column, "") for column in columns})
+        row[FLAGS] = r.flags
+        rows.append({key: clean(value) for key, value in row.items()})
     return rows
 
 
 def write_csv(rows: list[dict[str, str]], path: Path) -> None:
-    """Write the table in one step (a temporary file renamed over ``path``)."""
+    """Write the table in one step (a temporary file in the same folder, renamed over ``path``; removed if
+    anything fails). Every cell is cleaned and kept from reading as a formula (``report.csv_cell``)."""
     fields = FIXED_COLUMNS + [c for c in (rows[0] if rows else {}) if c not in FIXED_COLUMNS]
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    with temp.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    temp.replace(path)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
+            writer = csv.DictWriter(f, fieldnames=[csv_cell(c) for c in fields], lineterminator="\n")
+            writer.writeheader()
+            writer.writerows({csv_cell(k): csv_cell(row.get(k, "")) for k in fields} for row in rows)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    finally:
+        with suppress(FileNotFoundError):
+            os.unlink(temp)
 
 
-def _show_progress(done: int, total: int, result: dict) -> None:
-    values = result["values"]
-    verdict = result.get("invalid") or result.get("lost") or f"{sum(v == 'correct' for v in values.values())}/{len(values)} correct"
-    print(f"[{done}/{total}] {result['submission']}: {result['exercise'] or '-'} {verdict} "
-          f"({result['seconds']:.0f} s)", file=sys.stderr, flush=True)
+def _show_progress(done: int, total: int, result: Result) -> None:
+    values = result.values
+    verdict = result.problem or f"{sum(v == 'correct' for v in values.values())}/{len(values)} correct"
+    print(clean(f"[{done}/{total}] {result.submission}: {result.exercise or '-'} {verdict} "
+                f"({result.seconds:.0f} s)", 400), file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,17 +249,17 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
 
     def header(total: int, iso) -> None:
-        print(f"grading {total} notebooks under {args.submissions}, {args.jobs} at a time; isolation: "
-              f"{iso.label()}", file=sys.stderr, flush=True)
+        print(clean(f"grading {total} notebooks under {args.submissions}, {args.jobs} at a time; isolation: "
+                    f"{iso.label()}"), file=sys.stderr, flush=True)
 
     results = grade_folder(args.submissions, jobs=args.jobs, timeout=args.timeout, task_timeout=args.task_timeout,
                            memory_gib=args.memory, isolation=args.isolation, progress=_show_progress, header=header)
     rows = table_rows(results)
     write_csv(rows, args.out)
-    isolation = results[0]["isolation"] if results else ""
+    isolation = results[0].isolation if results else ""
     reports = write_reports(rows, args.out, isolation)
-    print(f"graded {len(rows)} notebooks in {time.monotonic() - start:.0f} s: {args.out}, "
-          + ", ".join(str(p) for p in reports), file=sys.stderr)
+    print(clean(f"graded {len(rows)} notebooks in {time.monotonic() - start:.0f} s: {args.out}, "
+                + ", ".join(str(p) for p in reports)), file=sys.stderr)
     return 0
 
 

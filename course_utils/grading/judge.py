@@ -30,6 +30,7 @@ from .transport import ChannelClosed, TimedOut, remote_from
 from .channel import Endpoint
 from .exercises import Exercise, Invalid, code_sources, identify, load_check
 from .plan import Plan, copied_from, make_plan, twin_calls
+from .report import Result
 from .sandbox import Isolation, Limits, end_worker, spawn
 
 MAX_NOTEBOOK_BYTES = 32 * 2**20
@@ -194,17 +195,15 @@ def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Pa
     return values
 
 
-def grade_submission(path: Path, rel: str, ctx: Context) -> dict:
-    """The row of one submission: {"submission", "exercise", "values", "flags", "seconds"} (or "invalid")."""
+def grade_submission(path: Path, rel: str, ctx: Context) -> Result:
+    """The outcome of one submission."""
     start = time.monotonic()
-    row = {"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0}
     try:
         data = read_submission(path)
         nb = parse_notebook(data)
         exercise = ctx.table[identify(nb, ctx.table)]
     except Invalid as why:
-        row.update(invalid=f"invalid: {why}", seconds=time.monotonic() - start)
-        return row
+        return Result(rel, problem=f"invalid: {why}", seconds=time.monotonic() - start)
     sources = code_sources(nb)
     folder = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.run_dir))
     try:
@@ -215,6 +214,5 @@ def grade_submission(path: Path, rel: str, ctx: Context) -> dict:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     copies = [(t.name, copied_from(sources, t.name)) for t in exercise.tasks]
-    row.update(exercise=exercise.notebook, values=values, seconds=time.monotonic() - start,
-               flags="; ".join(f"{name}: copy of {where}" for name, where in copies if where))
-    return row
+    return Result(rel, exercise.notebook, values, "; ".join(f"{name}: copy of {where}" for name, where in copies if where),
+                  time.monotonic() - start)
