@@ -285,3 +285,20 @@ def test_the_sandbox_mounts_its_empty_tmp_before_python_so_a_venv_under_tmp_stay
     assert argv[tmpfs + 1] == "/tmp"
     binds = [i for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 1].startswith("/tmp/")]
     assert binds and all(i > tmpfs for i in binds), "a bind under /tmp placed before the tmpfs is hidden by it"
+
+
+def test_a_cell_too_deep_to_read_costs_only_itself_and_blank_lines_are_cheap():
+    """An unused long sum in a lesson cell (too deep for Python's parser) is a broken cell, not a failed
+    notebook; 60,000 blank lines are read in linear time (the definition regex)."""
+    task = exercises()["05_causal_mask"].tasks[0]
+    cells = ["import torch", "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril()",
+             "total = " + "+".join(["1"] * 100_000), "x = 1" + "\n" * 60_000 + "y = 2"]
+    plan = grade_plan.make_plan(cells, ["causal_mask"])
+    assert [c for c, _, _ in plan.cells] == [0, 1] and 2 in plan.broken
+    assert grade_plan.twin_calls(task, cells) == [] and grade_plan.copied_from(cells, "causal_mask") == ""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    with pytest.raises(Invalid):  # read to the end, fast: none of the other tasks is defined
+        identify(nb, exercises())
+    from course_utils.grading.exercises import DEFINITION
+
+    assert not DEFINITION.pattern.count("\\s")  # \s would cross lines: quadratic in a run of blank lines

@@ -19,6 +19,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,9 +196,37 @@ def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Pa
     return values
 
 
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise :class:`TimedOut` in this (the judge's main) thread after ``seconds``: the judge's own reading of a
+    notebook (parsing, the plan, the static checks) is under the submission's time limit too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum, frame):
+        raise TimedOut("the submission's time is up")
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def grade_submission(path: Path, rel: str, ctx: Context) -> Result:
-    """The outcome of one submission."""
+    """The outcome of one submission; all of it within ``ctx.timeout`` (and a few seconds to end a worker)."""
     start = time.monotonic()
+    try:
+        with time_limit(ctx.timeout + 5):
+            return _grade(path, rel, ctx, start)
+    except TimedOut:
+        return Result(rel, problem="timed out", seconds=time.monotonic() - start)
+
+
+def _grade(path: Path, rel: str, ctx: Context, start: float) -> Result:
     try:
         data = read_submission(path)
         nb = parse_notebook(data)

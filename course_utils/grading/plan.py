@@ -118,7 +118,7 @@ def make_plan(sources: list[str], names: list[str]) -> Plan:
         code = codes[cell] = to_python(source)
         try:
             tree = ast.parse(code)
-        except (SyntaxError, ValueError) as err:  # ValueError: a NUL byte in the source
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:  # ValueError: a NUL byte
             plan.broken[cell] = f"{type(err).__name__}: {err.msg if isinstance(err, SyntaxError) else err}"
             from .exercises import DEFINITION
 
@@ -126,7 +126,10 @@ def make_plan(sources: list[str], names: list[str]) -> Plan:
                 plan.broken_defines.setdefault(a or b, cell)
             continue
         for index, stmt in enumerate(tree.body):
-            statements.append(analyse(cell, index, stmt))
+            try:
+                statements.append(analyse(cell, index, stmt))
+            except (RecursionError, MemoryError, SyntaxError, ValueError):  # too deep to read (a long sum):
+                statements.append(Statement(cell, index, set(), set(), set(), set(), set()))  # runs only if before
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 imported |= statements[-1].binds
     bound = set().union(*(s.binds for s in statements))
@@ -159,7 +162,7 @@ def definitions(sources: list[str], name: str) -> list[ast.stmt]:
     for source in sources:
         try:
             tree = ast.parse(to_python(source))
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         found += [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                   and s.name == name]
@@ -236,41 +239,13 @@ def copied_from(sources: list[str], name: str) -> str:
 
 
 def twin_calls(task, sources: list[str]) -> list[str]:
-    """The course functions the answer to ``task`` (a ``grade_exercises.Task``) hands its work to: the
-    checkers' static check on the notebook's cells (``course_utils.helpers.checkers.twin_calls``,
-    the contract's rule 6); for a check the registry does not know, a fallback that only knows calls of a
-    course function named like the task."""
+    """The course functions the answer to ``task`` (a ``grading.exercises.Task``) hands its work to: the
+    checkers' static check on the notebook's cells (``course_utils.helpers.checkers.twin_calls``, the
+    contract's rule 6; every graded check is registered). A definition nested too deeply to read is not
+    refused here: it is graded on what it computes."""
     from ..helpers.checkers import twin_calls as checkers_twin_calls
 
     try:
         return list(checkers_twin_calls(task.check, sources))
-    except KeyError:
-        return _fallback_twin_calls(task.name, [to_python(s) for s in sources])
-
-
-def _fallback_twin_calls(task: str, codes: list[str]) -> list[str]:
-    aliases: dict[str, str] = {}
-    for code in codes:
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                aliases.update({a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
-                                for a in node.names})
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
-    found = []
-    for fn in definitions(codes, task)[-1:]:
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Call):
-                parts, target = [], node.func
-                while isinstance(target, ast.Attribute):
-                    parts.insert(0, target.attr)
-                    target = target.value
-                if isinstance(target, ast.Name):
-                    dotted = ".".join([aliases.get(target.id, target.id), *parts])
-                    if dotted.startswith("course_utils.") and dotted.rsplit(".", 1)[-1] == task:
-                        found.append(task)
-    return sorted(set(found))
+    except ValueError:
+        return []

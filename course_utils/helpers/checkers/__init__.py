@@ -30,9 +30,8 @@ sandboxed worker and the checks in its own process, handing a check a stand-in
    never traced at run time.
 """
 
-from .registry import Check, checks, checks_in_cell, find_check
+from .registry import Check, checks, checks_in_cell, find_check, twin_calls
 from .report import CheckResult, summarize
-from .twins import twin_calls
 
 __all__ = ["CHECKS", "Check", "CheckResult", "checks", "checks_in_cell", "find_check", "summarize", "twin_calls"]
 

@@ -23,8 +23,9 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .report import CheckResult, report
 from .answer_source import answer_twin_calls
+from .report import CheckResult, report
+from .twins import find_twin_calls
 
 PACKAGE = __name__.rsplit(".", 1)[0]
 MACHINERY = frozenset({"answer_source", "attention_mistakes", "compare", "fixtures", "registry", "report", "transport",
@@ -136,10 +137,23 @@ def checks_in_cell(source: str) -> list[tuple[str, str]]:
     (also inside ``summarize(...)``); calls of unknown checks or with other arguments are left out."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         return []
     known = checks()
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                     and n.func.id in known and len(n.args) == 1 and isinstance(n.args[0], ast.Name)),
                    key=lambda n: (n.lineno, n.col_offset))
     return list(dict.fromkeys((n.func.id, n.args[0].id) for n in calls))
+
+
+def twin_calls(task: str, cell_sources: list[str], twins: Mapping[str, str] | None = None) -> list[str]:
+    """The course functions that a notebook's answer to ``task`` hands its work to (``[]``: none).
+
+    ``task``: a check's name (``"check_causal_mask"``) or the name of the object it takes
+    (``"causal_mask"``); ``twins`` (display name -> dotted path) overrides the check's registered
+    twins, and then ``task`` is the name of the object to read (``twins.find_twin_calls``)."""
+    name = task
+    if twins is None:
+        check = find_check(task)
+        twins, name = dict(check.twins), check.takes
+    return find_twin_calls(name, cell_sources, twins)
