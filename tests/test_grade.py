@@ -280,9 +280,10 @@ def test_the_sandbox_mounts_its_empty_tmp_before_python_so_a_venv_under_tmp_stay
 
     venv = "/tmp/tmp.ci/venv"  # CI's virtual environment lives in a mktemp -d folder
     monkeypatch.setattr(sys, "prefix", venv)
-    argv = grade_sandbox._bwrap_argv(tmp_path / "work", tmp_path / "package")
+    argv = grade_sandbox._bwrap_argv(tmp_path / "work", tmp_path / "package", grade_sandbox.Limits())
     tmpfs = argv.index("--tmpfs")
-    assert argv[tmpfs + 1] == "/tmp"
+    assert argv[tmpfs + 1] == "/tmp" and argv[tmpfs - 2:tmpfs] == ["--size", str(grade_sandbox.Limits().folder_bytes)]
+    assert str(tmp_path / "work") not in argv  # the worker's folder is a tmpfs of a fixed size, not a host folder
     binds = [i for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 1].startswith("/tmp/")]
     assert binds and all(i > tmpfs for i in binds), "a bind under /tmp placed before the tmpfs is hidden by it"
 
@@ -302,3 +303,28 @@ def test_a_cell_too_deep_to_read_costs_only_itself_and_blank_lines_are_cheap():
     from course_utils.grading.exercises import DEFINITION
 
     assert not DEFINITION.pattern.count("\\s")  # \s would cross lines: quadratic in a run of blank lines
+
+
+def test_isolation_fails_closed(tmp_path, monkeypatch, capsys):
+    """An isolation asked for that cannot be had stops the run (exit status 2, before any student code runs);
+    a weaker one needs to be asked for by name with --i-understand; student code never runs as root."""
+    from course_utils.grading import sandbox as grade_sandbox
+
+    monkeypatch.setattr(grade_sandbox.shutil, "which", lambda name: None)
+    for want in ("auto", "bubblewrap"):
+        with pytest.raises(grade_sandbox.Refused, match="bubblewrap is not installed"):
+            grade_sandbox.detect(1, tmp_path, tmp_path, want)
+    for want in ("user", "none"):
+        with pytest.raises(grade_sandbox.Refused, match="--i-understand"):
+            grade_sandbox.detect(1, tmp_path, tmp_path, want)
+    if os.geteuid() == 0:
+        with pytest.raises(grade_sandbox.Refused, match="as root"):
+            grade_sandbox.detect(1, tmp_path, tmp_path, "none", accept_less=True)
+    else:
+        assert grade_sandbox.detect(1, tmp_path, tmp_path, "none", accept_less=True).kind == "none"
+    folder = tmp_path / "class" / "alice"
+    folder.mkdir(parents=True)
+    shutil.copy(SUBMISSIONS / "alice" / "05_causal_mask.ipynb", folder)
+    assert grade.main([str(tmp_path / "class"), "--out", str(tmp_path / "out" / "grades.csv")]) == 2
+    assert "stopped before grading: bubblewrap is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "grades.csv").exists()

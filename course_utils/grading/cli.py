@@ -1,7 +1,7 @@
 """Grade a class: a folder of submitted notebooks in, a grade table and a class report out.
 
     course-grade SUBMISSIONS_DIR --out grades.csv [--jobs N] [--timeout S] [--task-timeout S]
-                 [--memory GIB] [--isolation auto|bubblewrap|user|none]
+                 [--memory GIB] [--isolation auto|bubblewrap|user|none [--i-understand]]
 
 Every ``.ipynb`` under the folder (any file names, sub-folders per student) is recognised as one
 of the course's notebooks with tasks (``grade_exercises``: the table is read off the notebooks'
@@ -38,7 +38,8 @@ from pathlib import Path
 from .exercises import Exercise, exercises, load_check
 from .judge import Context, grade_submission
 from .report import Result, clean, csv_cell
-from .sandbox import Limits, become_subreaper, copy_package, detect, end_tree, kill_user
+from . import cgroup
+from .sandbox import Limits, Refused, become_subreaper, copy_package, detect, end_tree, kill_user
 
 FIXED_COLUMNS = ["submission", "exercise", "correct", "tasks"]
 FLAGS = "flags"
@@ -143,8 +144,10 @@ class Judges:
 
 
 def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_timeout: float = 30,
-                 memory_gib: float = 4, isolation: str = "auto", progress=None, header=None) -> list[Result]:
-    """Grade every notebook under ``folder``; the results (one per submission), in any order."""
+                 memory_gib: float = 4, isolation: str = "auto", accept_less: bool = False, progress=None,
+                 header=None) -> list[Result]:
+    """Grade every notebook under ``folder``; the results (one per submission), in any order. Raises
+    ``sandbox.Refused`` (before any student code runs) when the isolation asked for cannot be had."""
     sys.dont_write_bytecode = True  # grading writes nothing into the course checkout (not even __pycache__)
     folder = folder.resolve()
     items = find_submissions(folder)
@@ -155,7 +158,7 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
             load_check(task)
     run_dir = Path(tempfile.mkdtemp(prefix="course-grade-"))
     results: list[Result] = []
-    iso = None
+    iso, groups = None, ()
 
     def done(result: Result) -> None:
         results.append(result)
@@ -164,14 +167,16 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
     try:
         run_dir.chmod(0o711)
         package = copy_package(run_dir)
-        iso = detect(max(1, jobs), run_dir, package, isolation)
+        iso = detect(max(1, jobs), run_dir, package, isolation, accept_less)
+        limits = Limits(memory_bytes=int(memory_gib * 2**30), cpu_seconds=int(timeout) + 30)
+        groups = tuple(cgroup.create(f"course-grade-{os.getpid()}-{slot}", limits.memory_bytes + 3 * limits.folder_bytes)
+                       for slot in range(max(1, jobs)))
         if header:
-            header(len(items), iso)
+            header(len(items), iso, all(groups))
         for path, rel, why in items:
             if why:
                 done(Result(rel, problem=f"invalid: {why}"))
-        limits = Limits(memory_bytes=int(memory_gib * 2**30), cpu_seconds=int(timeout) + 30)
-        ctx = Context(table, iso, 0, run_dir, package, timeout, task_timeout, limits)
+        ctx = Context(table, iso, 0, run_dir, package, timeout, task_timeout, limits, groups)
         become_subreaper()
         judges = Judges(ctx, max(1, jobs))
         try:
@@ -180,6 +185,8 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
             judges.shut_down()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+        for group in groups:
+            cgroup.remove(group)
     for result in results:
         result.isolation = iso.label() if iso else ""
     return results
@@ -242,18 +249,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task-timeout", type=float, default=30, help="seconds per task's check, within that (default 30)")
     parser.add_argument("--memory", type=float, default=4, help="GiB of address space per worker (default 4; 0: none)")
     parser.add_argument("--isolation", choices=["auto", "bubblewrap", "user", "none"], default="auto",
-                        help="the strongest that works (auto, the default), or this one (see INSTRUCTORS.md)")
+                        help="bubblewrap (auto, the default) or stop; a weaker one only by name (see INSTRUCTORS.md)")
+    parser.add_argument("--i-understand", action="store_true",
+                        help="grade with --isolation user or none, weaker than bubblewrap (INSTRUCTORS.md says how)")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder")
     start = time.monotonic()
 
-    def header(total: int, iso) -> None:
+    def header(total: int, iso, memory_groups: bool) -> None:
+        if iso.kind != "bubblewrap":
+            print(f"WARNING: student code runs WITHOUT the sandbox (isolation: {iso.kind}): "
+                  "INSTRUCTORS.md (\"Grade a class\") says what a submission can then do.", file=sys.stderr)
         print(clean(f"grading {total} notebooks under {args.submissions}, {args.jobs} at a time; isolation: "
-                    f"{iso.label()}"), file=sys.stderr, flush=True)
+                    f"{iso.label()}; memory: {'a cgroup per job' if memory_groups else 'address-space limit only'}"),
+              file=sys.stderr, flush=True)
 
-    results = grade_folder(args.submissions, jobs=args.jobs, timeout=args.timeout, task_timeout=args.task_timeout,
-                           memory_gib=args.memory, isolation=args.isolation, progress=_show_progress, header=header)
+    try:
+        results = grade_folder(args.submissions, jobs=args.jobs, timeout=args.timeout, task_timeout=args.task_timeout,
+                               memory_gib=args.memory, isolation=args.isolation, accept_less=args.i_understand,
+                               progress=_show_progress, header=header)
+    except Refused as why:
+        print(f"course-grade: stopped before grading: {why}", file=sys.stderr)
+        return 2
     rows = table_rows(results)
     write_csv(rows, args.out)
     isolation = results[0].isolation if results else ""

@@ -53,6 +53,7 @@ class Context:
     timeout: float = 120.0
     task_timeout: float = 30.0
     limits: Limits = field(default_factory=Limits)
+    groups: tuple[str, ...] = ()  # a memory cgroup per job slot ("" where none could be made)
 
 
 def read_submission(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
@@ -96,7 +97,8 @@ class Worker:
 
     def launch(self, plan: Plan, names: list[str], deadline: float) -> dict:
         self.stop()
-        self.proc = spawn(self.ctx.isolation, self.ctx.slot, self.folder, self.ctx.package, self.ctx.limits)
+        group = self.ctx.groups[self.ctx.slot] if self.ctx.slot < len(self.ctx.groups) else ""
+        self.proc = spawn(self.ctx.isolation, self.ctx.slot, self.folder, self.ctx.package, self.ctx.limits, group)
         self.endpoint = Endpoint(self.proc.stdout.fileno(), self.proc.stdin.fileno())
         self.endpoint.deadline = deadline
         setup = remote_from({"id": 0, "name": "setup"}, self.endpoint)
@@ -159,6 +161,27 @@ def _run_check(task, obj, worker: Worker, ctx: Context, deadline: float) -> str:
     return verdict(result)
 
 
+def _over_quota(folder: Path, limits: Limits) -> str:
+    """Why the worker's folder is over its limits ('' if it is not; bubblewrap's is a tmpfs of a fixed size)."""
+    size = files = 0
+    for here, dirs, names in os.walk(folder):
+        files += len(names) + len(dirs)
+        for name in names:
+            with contextlib.suppress(OSError):
+                size += os.lstat(os.path.join(here, name)).st_blocks * 512
+        if files > limits.folder_files or size > limits.folder_bytes:
+            return (f"the notebook wrote more than {limits.folder_bytes // 2**20} MiB or {limits.folder_files} files "
+                    "in its folder")
+    return ""
+
+
+def _empty(folder: Path) -> None:
+    for entry in folder.iterdir():
+        if entry.name != "submission.ipynb":
+            with contextlib.suppress(OSError):
+                (shutil.rmtree if entry.is_dir() and not entry.is_symlink() else os.unlink)(entry)
+
+
 def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Path, deadline: float) -> dict[str, str]:
     """Each task's value. One worker runs the cells all tasks need; if that set-up fails (it loops, or the
     process ends), each task gets a worker that runs only the cells it needs itself."""
@@ -188,6 +211,11 @@ def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Pa
                     values[task.name] = _missing(task.name, used, worker.report["errors"])
                     continue
                 values[task.name] = _run_check(task, objects[task.name], worker, ctx, deadline)
+                over = _over_quota(folder, ctx.limits)
+                if over:
+                    values[task.name] = f"crashed: {over}"
+                    worker.stop()
+                    _empty(folder)
             except ChannelClosed as err:
                 values[task.name] = "timed out" if isinstance(err, TimedOut) else f"crashed: {worker.why_closed(err)}"
                 worker.stop()
