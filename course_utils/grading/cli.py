@@ -203,7 +203,7 @@ def table_rows(results: list[Result], table: dict[str, Exercise] | None = None) 
     table = table if table is not None else exercises()
     columns = task_columns(results, table)
     rows = []
-    for r in sorted(results, key=lambda r: clean(r.submission)):
+    for r in sorted(results, key=lambda r: csv_cell(r.submission)):  # the order grades.csv shows
         tasks = len(table[r.exercise].tasks) if r.exercise in table else 0
         row = {"submission": r.submission, "exercise": r.exercise,
                "correct": str(sum(v == "correct" for v in r.values.values())), "tasks": str(tasks)}

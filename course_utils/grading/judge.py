@@ -30,7 +30,7 @@ from nbformat.reader import NotJSONError
 from .transport import ChannelClosed, TimedOut, remote_from
 from .channel import Endpoint
 from .exercises import Exercise, Invalid, code_sources, identify, load_check
-from .plan import Plan, copied_from, make_plan, twin_calls
+from .plan import Plan, copied_from, make_plan, reaches_course, twin_calls
 from .report import Result
 from .sandbox import Isolation, Limits, end_worker, spawn
 
@@ -270,6 +270,7 @@ def _grade(path: Path, rel: str, ctx: Context, start: float) -> Result:
         values = grade_tasks(sources, exercise, ctx, folder, start + ctx.timeout)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    copies = [(t.name, copied_from(sources, t.name)) for t in exercise.tasks]
-    return Result(rel, exercise.notebook, values, "; ".join(f"{name}: copy of {where}" for name, where in copies if where),
-                  time.monotonic() - start)
+    flags = [f"{t.name}: copy of {where}" for t in exercise.tasks if (where := copied_from(sources, t.name))]
+    flags += [f"{t.name}: reaches the course's package ({how}): look at it" for t in exercise.tasks
+              if values.get(t.name) == "correct" and (how := reaches_course(sources, t.name))]
+    return Result(rel, exercise.notebook, values, "; ".join(flags), time.monotonic() - start)

@@ -13,8 +13,11 @@ loops costs no task. Cells are first turned into Python the way IPython does
 ``globals()``, ``import *``, cell magics) and lacks a task's definition runs whole instead.
 
 Also here, on the submitted text alone: the check that an answer hands its work to the course's
-own function (the checkers' static check: ``twin_calls``), and the flag for a body that is a
-copy of the course's code (graded on what it computes; only flagged, see INSTRUCTORS.md).
+own function (the checkers' static check: ``twin_calls``, which refuses plain calls, through
+aliases, imports and notebook helpers), and two flags for the instructor (graded on what they
+compute; only flagged, see INSTRUCTORS.md): a body that is a copy of the course's code
+(``copied_from``), and code that reaches the course's package in a way the static check cannot
+follow (``reaches_course``: dynamic code, or a course function or module used as a value).
 """
 
 from __future__ import annotations
@@ -249,3 +252,55 @@ def twin_calls(task, sources: list[str]) -> list[str]:
         return list(checkers_twin_calls(task.check, sources))
     except ValueError:
         return []
+
+
+DISGUISES = re.compile(r"__import__|\bimportlib\b|\bsys\.modules\b|(?<![.\w])(?:vars|globals|locals|exec|eval|compile|getattr)\s*\("
+                       r"|\battrgetter\b|\binspect\b|\bbase64\b|\bcodecs\b|__dict__")
+
+
+def _course_names(stmt: ast.stmt) -> set[str]:
+    """The names an import statement binds to the course's package or to something in it."""
+    if isinstance(stmt, ast.Import):
+        return {a.asname or a.name.split(".")[0] for a in stmt.names if a.name.split(".")[0] == "course_utils"}
+    if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "course_utils" and not stmt.level:
+        return {a.asname or a.name for a in stmt.names}
+    return set()
+
+
+def _value_use(stmt: ast.stmt, names: set[str]) -> str:
+    """A name of ``names`` that ``stmt`` uses other than as the head of a call (``f(...)``, ``m.f(...)``)."""
+    heads = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            func = node.func
+            while isinstance(func, ast.Attribute):
+                func = func.value
+            heads.add(id(func))
+    return next((n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in names and not n.id.isupper()
+                 and isinstance(n.ctx, ast.Load) and id(n) not in heads), "")  # UPPER_CASE: a constant
+
+
+def reaches_course(sources: list[str], name: str) -> str:
+    """How the code that defines ``name`` (its definition and every statement the plan runs for it) reaches the
+    course's package in a way the static check cannot follow, for the instructor ('' if it does not):
+    dynamic code (``__import__``, ``getattr``, ``sys.modules``, ``exec``...) or a course function or module
+    used as a value (in a dict, a tuple, a loop, a walrus...; an UPPER_CASE constant does not count)."""
+    try:
+        plan, course, statements = make_plan(sources, [name]), set(), []
+        for _, code, indices in plan.cells:
+            body = ast.parse(code).body
+            for index in indices if indices is not None else range(len(body)):
+                found = _course_names(body[index])
+                course |= found
+                if not found and not isinstance(body[index], (ast.Import, ast.ImportFrom)):
+                    statements.append(body[index])
+        for stmt in statements:
+            match = DISGUISES.search(ast.unparse(stmt))
+            if match:
+                return f"dynamic code ({match.group(0).rstrip('( ')})"
+            used = _value_use(stmt, course)
+            if used:
+                return f"the course's {used} used as a value"
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "code too deeply nested to read"
+    return ""

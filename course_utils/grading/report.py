@@ -117,8 +117,9 @@ def _flagged(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
     return [(r["submission"], r["flags"]) for r in rows if r.get("flags")]
 
 
-FLAGGED = ("Graded on what they compute (a copy of the course's code computes the right answer); "
-           "whether the copy is acceptable is your call:")
+FLAGGED = ("Graded on what they compute: a copy of the course's code computes the right answer, and a correct "
+           "answer that reaches the course's package in a way the grader's static check cannot follow may hand "
+           "its work to the course's own function. Whether either is acceptable is your call:")
 
 
 def _isolation_text(isolation: str) -> str:
@@ -145,7 +146,7 @@ def markdown(rows: list[dict[str, str]], isolation: str = "") -> str:
                 lines.append("")
     flagged = _flagged(rows)
     if flagged:
-        lines += ["## Answers that copy the course's code", "", FLAGGED, ""]
+        lines += ["## Answers to look at", "", FLAGGED, ""]
         lines += [f"- {md_text(sub)}: {md_text(why)}" for sub, why in flagged] + [""]
     invalid = _invalid(rows)
     if invalid:
@@ -181,7 +182,7 @@ def html_report(rows: list[dict[str, str]], isolation: str = "") -> str:
                 parts.append("</ul>")
     flagged = _flagged(rows)
     if flagged:
-        parts += ["<h2>Answers that copy the course's code</h2>", f"<p>{e(FLAGGED)}</p><ul>"]
+        parts += ["<h2>Answers to look at</h2>", f"<p>{e(FLAGGED)}</p><ul>"]
         parts += [f"<li>{e(sub)}: {e(why)}</li>" for sub, why in flagged] + ["</ul>"]
     invalid = _invalid(rows)
     if invalid:
