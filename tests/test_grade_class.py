@@ -204,7 +204,9 @@ def test_every_other_row_is_untouched(graded, submission):
     columns = ["token_accuracy", "exact_match", "accuracy_by_length"] if exercise.startswith("08") else COLUMNS
     for column, start in zip(columns, starts):
         assert row[column].startswith(start), (column, row[column])
-    assert int(row["tasks"]) == (3 if exercise else 0) and row["flags"] == ""
+    flags = ("causal_mask: the static check cannot follow it (dynamic code (exec)): look at it"  # defined by exec
+             if submission.startswith("hank/") else "")
+    assert int(row["tasks"]) == (3 if exercise else 0) and row["flags"] == flags
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
@@ -218,7 +220,7 @@ def test_each_attack_grades_zero_on_its_own_row(graded, isolation, attack):
             "masked_attention: copy of course_utils.core.attention.scaled_dot_product_attention")
     elif attack == "attack-disguised-twin":  # right, as computed; what the static check cannot follow, flagged
         assert row["correct"] == "1" and row["flags"] == (
-            "causal_mask: reaches the course's package (dynamic code (getattr)): look at it")
+            "causal_mask: the static check cannot follow it (dynamic code (getattr)): look at it")
     else:
         assert row["correct"] == "0"
 

@@ -35,11 +35,19 @@ from contextlib import suppress
 from multiprocessing.connection import wait
 from pathlib import Path
 
+from . import cgroup
 from .exercises import Exercise, exercises, load_check
 from .judge import Context, grade_submission
 from .report import Result, clean, csv_cell
-from . import cgroup
-from .sandbox import Limits, Refused, become_subreaper, copy_package, detect, end_tree, kill_user
+from .sandbox import (
+    Limits,
+    Refused,
+    become_subreaper,
+    copy_package,
+    detect,
+    end_tree,
+    kill_user,
+)
 
 FIXED_COLUMNS = ["submission", "exercise", "correct", "tasks"]
 FLAGS = "flags"

@@ -271,6 +271,6 @@ def _grade(path: Path, rel: str, ctx: Context, start: float) -> Result:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     flags = [f"{t.name}: copy of {where}" for t in exercise.tasks if (where := copied_from(sources, t.name))]
-    flags += [f"{t.name}: reaches the course's package ({how}): look at it" for t in exercise.tasks
+    flags += [f"{t.name}: the static check cannot follow it ({how}): look at it" for t in exercise.tasks
               if values.get(t.name) == "correct" and (how := reaches_course(sources, t.name))]
     return Result(rel, exercise.notebook, values, "; ".join(flags), time.monotonic() - start)

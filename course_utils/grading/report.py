@@ -118,8 +118,8 @@ def _flagged(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
 
 
 FLAGGED = ("Graded on what they compute: a copy of the course's code computes the right answer, and a correct "
-           "answer that reaches the course's package in a way the grader's static check cannot follow may hand "
-           "its work to the course's own function. Whether either is acceptable is your call:")
+           "answer whose code the grader's static check cannot follow (dynamic code, a course function used as "
+           "a value) may hand its work to the course's own function. Whether either is acceptable is your call:")
 
 
 def _isolation_text(isolation: str) -> str:
