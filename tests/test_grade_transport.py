@@ -344,3 +344,39 @@ def test_no_pickle_anywhere():
         for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
             if call.func.attr in ("load", "save") and getattr(call.func.value, "id", "") == "np":
                 assert any(k.arg == "allow_pickle" and k.value.value is False for k in call.keywords), module
+
+
+def test_a_course_module_is_rebuilt_in_the_worker_and_only_its_record_comes_back():
+    """09b's block travels as its init arguments and weights: what the answer does to it (compile it with a
+    backend of its own, call it, change its weights) happens to the worker's copy; the grader's block is
+    untouched and learns only the count of forward calls."""
+    from course_utils.helpers.checkers import fixtures
+
+    to_worker, from_worker = os.pipe(), os.pipe()
+    worker = Endpoint(to_worker[0], from_worker[1], student_side=True, fixtures=fixtures)
+    grader = Endpoint(from_worker[0], to_worker[1])
+    seen = []
+
+    def answer(block, x):
+        seen.append(block)
+        block.compile(backend=lambda gm, inputs: gm.forward)
+        with torch.no_grad():
+            for p in block.parameters():
+                p.zero_()
+        return block(x)[0]
+
+    worker.exports[0] = answer
+    thread = threading.Thread(target=worker.serve, daemon=True)
+    thread.start()
+    grader.deadline = time.monotonic() + 60
+    from course_utils.grading.transport import remote_from
+
+    given = fixtures.course_module("TransformerBlock", {"d_model": 8, "num_heads": 2, "d_ff": 16})
+    before = {k: v.clone() for k, v in given.state_dict().items()}
+    fn = remote_from({"id": 0, "type": "function", "name": "answer"}, grader)
+    out = fn(given, torch.randn(1, 3, 8))
+    assert type(out) is torch.Tensor and out.shape == (1, 3, 8)
+    assert seen and seen[0] is not given  # the worker's own copy, built from the course's class
+    assert given.forward_calls == 1 and all(torch.equal(v, before[k]) for k, v in given.state_dict().items())
+    os.close(to_worker[1])
+    thread.join(5)
