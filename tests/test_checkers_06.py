@@ -447,3 +447,45 @@ def test_source_stub_is_not_implemented_yet(capsys):
 def test_bank_sizes():
     # The counts the report gives; a test so that they stay true.
     assert (len(WRONG_SHAPES), len(WRONG_LAYERS), len(WRONG_SOURCES)) == (16, 28, 15)
+
+
+# --- layers that ignore their inputs (issue 30) ---------------------------------------------------
+
+def fills_the_mask_in_place(self, dec, enc, mask=None):
+    if mask is not None:
+        mask.fill_(True)  # the checker's reference must not see this
+    return right_from_scratch_with_inf(self, dec, enc, mask)
+
+
+class ZeroWeights(Layer):
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.zero_()
+
+    forward = right_from_scratch_with_inf  # correct arithmetic on zero weights: a constant output
+
+
+class LyingStateDict(Layer):
+    def state_dict(self, *args, **kwargs):
+        return {k: torch.zeros_like(v) for k, v in super().state_dict(*args, **kwargs).items()}
+
+    def forward(self, dec, enc, mask=None):
+        B, n, _ = dec.shape
+        m = enc.shape[1]
+        weights = torch.ones(B, self.num_heads, n, m) if mask is None else mask[:, None].expand(
+            B, self.num_heads, n, m).float()
+        return torch.zeros(B, n, self.d_model), weights / weights.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("layer, hint", [
+    (layer_class(fills_the_mask_in_place), "padded encoder positions get weight"),
+    (ZeroWeights, "does not change when decoder_states change"),
+    (LyingStateDict, "does not change when decoder_states change")],
+    ids=["mask filled in place", "zero weights", "lying state_dict"])
+def test_layers_that_ignore_their_inputs_fail(layer, hint, capsys):
+    """The layer is measured on copies the checker keeps (a mask filled in place changes nothing of the
+    reference) and must depend on its inputs as attention does, whatever parameters it reports."""
+    result = check_cross_attention(layer, seed=0)
+    assert result.status == "wrong" and hint in result.hint, result.message

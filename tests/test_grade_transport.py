@@ -16,7 +16,7 @@ import torch
 
 from course_utils.grading.transport import (
     ChannelClosed, Codec, Opaque, RemoteError, TimedOut, TransportError, pack, unpack)
-from course_utils.grading.channel import Endpoint
+from course_utils.grading.channel import Endpoint, Garbled
 
 
 def round_trip(value, codec=None):
@@ -216,48 +216,51 @@ def test_a_remote_class_its_instance_state_dict_attributes_and_sub_modules(remot
         layer.__globals__  # noqa: B018 - dunders never travel
 
 
-def test_a_callable_argument_runs_on_the_grader_side(remote):
+def test_nothing_of_the_grader_can_be_called_or_read_from_the_worker(remote):
+    """Data only crosses: a callable the grader hands over arrives inert (an Opaque), so the worker can neither
+    call it, nor read its methods (a module's compile, to_folder...), nor its data."""
     _, fns = remote
 
     class Recorder:
+        kind = "leaks"
+
         def __init__(self):
-            self.calls, self.seen = 0, []
+            self.calls = 0
 
         def __call__(self, x):
             self.calls += 1
-            self.seen.append(x.clone())
             return x * 10
 
+        def compile(self, backend=None):
+            self.calls += 100
+
     recorder = Recorder()
-    out = fns["uses_layer"](recorder, torch.zeros(2))
-    assert torch.equal(out, torch.full((2,), 10.0))
-    assert recorder.calls == 1 and torch.equal(recorder.seen[0], torch.ones(2))  # recorded here, where it ran
-
-
-def test_the_worker_reads_only_what_a_student_may_use_of_what_it_was_given(remote):
-    _, fns = remote
-
-    class Layer:  # handed over by reference: its state could give the answer away
-        kind, _expected = "leaks", 42
-
-        def __call__(self, x):
-            return x
-
-        def to_spec(self):
-            return {"kind": self.kind}
-
-        def sub_module(self, x):
-            return x + 1
-
-    layer = Layer()
-    assert fns["reads"](layer, "sub_module")(1) == 2  # a method or sub-module: yes
-    for name in ("kind", "_expected", "to_spec", "__globals__", "__closure__"):  # data, private, protocol: no
+    with pytest.raises(TypeError, match="not callable"):
+        fns["uses_layer"](recorder, torch.zeros(2))
+    for name in ("compile", "kind", "__call__", "to_folder"):
         with pytest.raises(AttributeError):
-            fns["reads"](layer, name)
-    Layer.remote_attributes = ("kind",)  # unless the class lists it
-    assert fns["reads"](layer, "kind") == "leaks"
-    back = fns["returns_function"](5)
+            fns["reads"](recorder, name)
+    module = torch.nn.Linear(2, 2)
+    with pytest.raises(AttributeError):
+        fns["reads"](module, "compile")
+    assert recorder.calls == 0
+    back = fns["returns_function"](5)  # the worker's own callables stay callable: the grader asks, the worker answers
     assert type(back).__name__ == "function" and back() == 5
+
+
+def test_a_request_from_the_worker_ends_the_conversation():
+    to_worker, from_worker = os.pipe(), os.pipe()
+    grader = Endpoint(from_worker[0], to_worker[1])
+    grader.deadline = time.monotonic() + 5
+    assert grader.export(print) is None  # the grader exports nothing
+    forged = Endpoint(to_worker[0], from_worker[1], student_side=True)
+    forged.send({"op": "call", "id": 0, "args": [], "kwargs": {}})
+    with pytest.raises(Garbled, match="only data crosses"):
+        grader.request({"op": "call", "id": 0, "args": [], "kwargs": {}})
+    with pytest.raises(Garbled):
+        grader.answer({"op": "getattr", "id": 0, "name": "x"}, grader.codec())
+    for fd in (*to_worker, *from_worker):
+        os.close(fd)
 
 
 def test_fixtures_travel_as_specs_and_bring_their_record_back():
@@ -303,11 +306,11 @@ def test_fixtures_travel_as_specs_and_bring_their_record_back():
     # the grader never rebuilds a fixture from what the worker sends
     with pytest.raises(TransportError):
         grader.codec().rebuild({"$": "fixture", "class": "layer", "id": 0, "spec": {"$": "dict", "items": []}}, [])
-    # a fixture whose state would give the answer away stays on the grader's side: the worker gets a reference
+    # a fixture always travels as its spec: nothing marks one to be called back in the grader's process
     secret = Layer(5.0)
     secret.by_reference = True
     assert torch.equal(fn(secret, torch.zeros(2)), torch.full((2,), 5.0))
-    assert len(secret.inputs) == 2  # recorded here, where it ran
+    assert len(secret.inputs) == 2  # recorded in the worker, absorbed here as data
     os.close(to_worker[1])
     thread.join(5)
 
@@ -341,3 +344,39 @@ def test_no_pickle_anywhere():
         for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
             if call.func.attr in ("load", "save") and getattr(call.func.value, "id", "") == "np":
                 assert any(k.arg == "allow_pickle" and k.value.value is False for k in call.keywords), module
+
+
+def test_a_course_module_is_rebuilt_in_the_worker_and_only_its_record_comes_back():
+    """09b's block travels as its init arguments and weights: what the answer does to it (compile it with a
+    backend of its own, call it, change its weights) happens to the worker's copy; the grader's block is
+    untouched and learns only the count of forward calls."""
+    from course_utils.helpers.checkers import fixtures
+
+    to_worker, from_worker = os.pipe(), os.pipe()
+    worker = Endpoint(to_worker[0], from_worker[1], student_side=True, fixtures=fixtures)
+    grader = Endpoint(from_worker[0], to_worker[1])
+    seen = []
+
+    def answer(block, x):
+        seen.append(block)
+        block.compile(backend=lambda gm, inputs: gm.forward)
+        with torch.no_grad():
+            for p in block.parameters():
+                p.zero_()
+        return block(x)[0]
+
+    worker.exports[0] = answer
+    thread = threading.Thread(target=worker.serve, daemon=True)
+    thread.start()
+    grader.deadline = time.monotonic() + 60
+    from course_utils.grading.transport import remote_from
+
+    given = fixtures.course_module("TransformerBlock", {"d_model": 8, "num_heads": 2, "d_ff": 16})
+    before = {k: v.clone() for k, v in given.state_dict().items()}
+    fn = remote_from({"id": 0, "type": "function", "name": "answer"}, grader)
+    out = fn(given, torch.randn(1, 3, 8))
+    assert type(out) is torch.Tensor and out.shape == (1, 3, 8)
+    assert seen and seen[0] is not given  # the worker's own copy, built from the course's class
+    assert given.forward_calls == 1 and all(torch.equal(v, before[k]) for k, v in given.state_dict().items())
+    os.close(to_worker[1])
+    thread.join(5)

@@ -1,11 +1,13 @@
 """The pipe between the grader and a worker: framed messages (``checkers.transport``), a deadline
 on every read and write on the grader's side, and the loop that answers the other side's requests.
 
-Both sides hold an :class:`Endpoint`. A request is ``{"op": "call", "id", "args", "kwargs"}`` or
-``{"op": "getattr", "id", "name"}`` on an object the answering side exported (``id``); the answer
-is ``{"op": "return", "value", "after", "records"}`` or ``{"op": "raise", "error"}``. While a side
-waits for its answer it serves the other side's requests, so a fixture's callback (a layer the
-student's code calls) runs on the grader's side, in the middle of the student's call.
+Both sides hold an :class:`Endpoint`, but only the grader asks. A request is ``{"op": "call",
+"id", "args", "kwargs"}`` or ``{"op": "getattr", "id", "name"}`` on an object the worker exported
+(``id``); the answer is ``{"op": "return", "value", "after", "records"}`` or ``{"op": "raise",
+"error"}``. Data only crosses towards the worker: the grader exports nothing (a callable it would
+send arrives as an inert :class:`~.transport.Opaque`), fixtures travel as their specs and are
+rebuilt in the worker, and a request from the worker ends the conversation (:class:`Garbled`).
+No object of the grader's process can be called, read or compiled from the worker.
 """
 
 from __future__ import annotations
@@ -20,9 +22,6 @@ import torch
 
 from .transport import (
     MAX_BYTES, ChannelClosed, Codec, TimedOut, TransportError, pack, remote_from, unpack)
-
-
-PROTOCOL = frozenset({"to_spec", "from_spec", "record", "absorb", "by_reference", "remote_attributes"})
 
 
 class Garbled(ChannelClosed):
@@ -41,8 +40,8 @@ class Endpoint:
 
     student_side: this is the worker: it answers with the arguments' values after each call
     (in-place changes) and takes any exception of the code it runs as that code's answer;
-    it may rebuild ``fixtures`` from their specs. Otherwise this is the grader: a request from
-    the worker may only call what the grader handed over, or read its public attributes.
+    it may rebuild ``fixtures`` from their specs. Otherwise this is the grader: it exports
+    nothing and answers nothing; a request from the worker is a malformed reply.
     ``deadline`` (``time.monotonic()`` value, or None): when reads and writes give up."""
 
     def __init__(self, rfd: int, wfd: int, *, student_side: bool = False, fixtures=None, limit: int = MAX_BYTES):
@@ -54,7 +53,7 @@ class Endpoint:
 
     # -- objects kept on this side ------------------------------------------------------------
     def export(self, obj: Any) -> dict | None:
-        if not callable(obj):
+        if not self.student_side or not callable(obj):  # the grader's objects never leave its process
             return None
         key = len(self.exports)
         self.exports[key] = obj
@@ -62,7 +61,7 @@ class Endpoint:
         return {"$": "ref", "id": key, "type": type(obj).__name__, "name": name if isinstance(name, str) else None}
 
     def codec(self) -> Codec:
-        return Codec(export=self.export, resolve=lambda node: remote_from(node, self),
+        return Codec(export=self.export, resolve=None if self.student_side else (lambda node: remote_from(node, self)),
                      fixtures=self.fixtures if self.student_side else None)
 
     # -- messages -------------------------------------------------------------------------------
@@ -94,6 +93,8 @@ class Endpoint:
             incoming, their_codec = self.receive()
             if incoming["op"] in ("return", "raise"):
                 return incoming, codec
+            if not self.student_side:
+                raise Garbled("the worker asked the grader to run something (refused: only data crosses)")
             self.answer(incoming, their_codec)
 
     def serve(self) -> None:
@@ -105,45 +106,33 @@ class Endpoint:
             return
 
     def answer(self, message: dict, codec: Codec) -> None:
-        caught = BaseException if self.student_side else Exception
+        """Answer one request of the grader (the worker's side only)."""
+        if not self.student_side:
+            raise Garbled("the grader answers no requests")
         args, kwargs = message.get("args", []), message.get("kwargs", {})
         try:
             target = self._target(message)
             if message["op"] == "call":
                 if not isinstance(args, list) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
                     raise TransportError("a call whose arguments are not a list and a dict of names")
-                reply = {"op": "return", "value": target(*args, **kwargs)}
-                if self.student_side:
-                    reply["after"] = changed_arguments(tuple(args), kwargs)
+                reply = {"op": "return", "value": target(*args, **kwargs),
+                         "after": changed_arguments(tuple(args), kwargs)}
             else:
-                reply = {"op": "return", "value": self._attribute(target, message.get("name"))}
+                name = message.get("name")
+                if not isinstance(name, str):
+                    raise AttributeError("an attribute name that is not a string")
+                reply = {"op": "return", "value": getattr(target, name)}
             records = {k: f.record() for k, f in codec.got_fixtures.items() if callable(getattr(f, "record", None))}
             if records:
                 reply["records"] = records
         except ChannelClosed:
             raise
-        except caught as err:  # noqa: BLE001 - on the worker's side, whatever the student's code raised
+        except BaseException as err:  # noqa: BLE001 - whatever the student's code raised is its answer
             reply = {"op": "raise", "error": err}
         try:
             self.send(reply)
         except TransportError as err:  # e.g. an answer over the size limit: say so instead
             self.send({"op": "raise", "error": err})
-
-    def _attribute(self, target: Any, name: Any) -> Any:
-        """An attribute the other side asked for. The grader answers the worker only with what a student's
-        code may use of an object it was handed: its sub-modules and methods (callables), or the names its
-        class lists in ``remote_attributes``; never a private name, plain data (a layer's ``kind`` would
-        give the answer away) or the fixture protocol (``to_spec``, ``record``...)."""
-        if not isinstance(name, str):
-            raise AttributeError("an attribute name that is not a string")
-        if self.student_side:
-            return getattr(target, name)
-        listed = getattr(type(target), "remote_attributes", None)
-        refused = name.startswith("_") or name in PROTOCOL or (listed is not None and name not in listed)
-        value = None if refused else getattr(target, name)
-        if refused or (listed is None and not callable(value)):
-            raise AttributeError(f"{type(target).__name__} has no attribute {name[:60]!r} that your code may read")
-        return value
 
     def _target(self, message: dict) -> Any:
         key = message.get("id")

@@ -1,7 +1,7 @@
 """Grade a class: a folder of submitted notebooks in, a grade table and a class report out.
 
     course-grade SUBMISSIONS_DIR --out grades.csv [--jobs N] [--timeout S] [--task-timeout S]
-                 [--memory GIB] [--isolation auto|bubblewrap|user|none]
+                 [--memory GIB] [--isolation auto|bubblewrap|user|none [--i-understand]]
 
 Every ``.ipynb`` under the folder (any file names, sub-folders per student) is recognised as one
 of the course's notebooks with tasks (``grade_exercises``: the table is read off the notebooks'
@@ -35,9 +35,19 @@ from contextlib import suppress
 from multiprocessing.connection import wait
 from pathlib import Path
 
+from . import cgroup
 from .exercises import Exercise, exercises, load_check
 from .judge import Context, grade_submission
-from .sandbox import Limits, become_subreaper, copy_package, detect, end_tree, kill_user
+from .report import Result, clean, csv_cell
+from .sandbox import (
+    Limits,
+    Refused,
+    become_subreaper,
+    copy_package,
+    detect,
+    end_tree,
+    kill_user,
+)
 
 FIXED_COLUMNS = ["submission", "exercise", "correct", "tasks"]
 FLAGS = "flags"
@@ -75,8 +85,7 @@ def _judge(conn, ctx: Context) -> None:
         try:
             row = grade_submission(Path(path), rel, ctx)
         except Exception as err:  # noqa: BLE001 - the grader's own failure: this row only
-            row = {"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0,
-                   "invalid": f"crashed: the grader failed on this file ({type(err).__name__}: {err})"}
+            row = Result(rel, problem=f"crashed: the grader failed on this file ({type(err).__name__}: {err})")
         conn.send(row)
 
 
@@ -113,7 +122,7 @@ class Judges:
                 try:
                     row = conn.recv()
                 except (EOFError, OSError):
-                    row = _lost(slot["job"][1], "crashed: the grader's judge process ended")
+                    row = Result(slot["job"][1], problem="crashed: the grader's judge process ended")
                     self._replace(slot)
                 slot["job"] = None
                 done(row)
@@ -123,7 +132,7 @@ class Judges:
                     self._stop(slot)
                     self._replace(slot)
                     slot["job"] = None
-                    done(_lost(rel, "timed out"))
+                    done(Result(rel, problem="timed out"))
 
     def _replace(self, slot: dict) -> None:
         with suppress(OSError):
@@ -142,13 +151,12 @@ class Judges:
                 kill_user(self.ctx.isolation.uids[slot["slot"]])
 
 
-def _lost(rel: str, value: str) -> dict:
-    return {"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0, "lost": value}
-
-
 def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_timeout: float = 30,
-                 memory_gib: float = 4, isolation: str = "auto", progress=None, header=None) -> list[dict]:
-    """Grade every notebook under ``folder``; the results (one dict per submission), in any order."""
+                 memory_gib: float = 4, isolation: str = "auto", accept_less: bool = False, progress=None,
+                 header=None) -> list[Result]:
+    """Grade every notebook under ``folder``; the results (one per submission), in any order. Raises
+    ``sandbox.Refused`` (before any student code runs) when the isolation asked for cannot be had."""
+    sys.dont_write_bytecode = True  # grading writes nothing into the course checkout (not even __pycache__)
     folder = folder.resolve()
     items = find_submissions(folder)
     progress = progress or (lambda done, total, result: None)
@@ -157,25 +165,26 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
         for task in spec.tasks:
             load_check(task)
     run_dir = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    results: list[dict] = []
-    iso = None
+    results: list[Result] = []
+    iso, groups = None, ()
 
-    def done(result: dict) -> None:
+    def done(result: Result) -> None:
         results.append(result)
         progress(len(results), len(items), result)
 
     try:
         run_dir.chmod(0o711)
         package = copy_package(run_dir)
-        iso = detect(max(1, jobs), run_dir, package, isolation)
+        iso = detect(max(1, jobs), run_dir, package, isolation, accept_less)
+        limits = Limits(memory_bytes=int(memory_gib * 2**30), cpu_seconds=int(timeout) + 30)
+        groups = tuple(cgroup.create(f"course-grade-{os.getpid()}-{slot}", limits.memory_bytes + 3 * limits.folder_bytes)
+                       for slot in range(max(1, jobs)))
         if header:
-            header(len(items), iso)
+            header(len(items), iso, all(groups))
         for path, rel, why in items:
             if why:
-                done({"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0,
-                      "invalid": f"invalid: {why}"})
-        limits = Limits(memory_bytes=int(memory_gib * 2**30), cpu_seconds=int(timeout) + 30)
-        ctx = Context(table, iso, 0, run_dir, package, timeout, task_timeout, limits)
+                done(Result(rel, problem=f"invalid: {why}"))
+        ctx = Context(table, iso, 0, run_dir, package, timeout, task_timeout, limits, groups)
         become_subreaper()
         judges = Judges(ctx, max(1, jobs))
         try:
@@ -184,51 +193,57 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
             judges.shut_down()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+        for group in groups:
+            cgroup.remove(group)
     for result in results:
-        result["isolation"] = iso.label() if iso else ""
+        result.isolation = iso.label() if iso else ""
     return results
 
 
-def task_columns(results: list[dict], table: dict[str, Exercise]) -> list[str]:
-    present = {r["exercise"] for r in results if r["exercise"]} or set(table)
+def task_columns(results: list[Result], table: dict[str, Exercise]) -> list[str]:
+    present = {r.exercise for r in results if r.exercise} or set(table)
     columns = [t.name for ex, spec in table.items() if ex in present for t in spec.tasks]
     return list(dict.fromkeys(columns))
 
 
-def table_rows(results: list[dict], table: dict[str, Exercise] | None = None) -> list[dict[str, str]]:
-    """The rows of grades.csv, sorted by submission path."""
+def table_rows(results: list[Result], table: dict[str, Exercise] | None = None) -> list[dict[str, str]]:
+    """The rows of grades.csv, sorted by submission path; every value one line of printable text (``clean``)."""
     table = table if table is not None else exercises()
     columns = task_columns(results, table)
     rows = []
-    for r in sorted(results, key=lambda r: r["submission"]):
-        values = r["values"]
-        tasks = len(table[r["exercise"]].tasks) if r["exercise"] else 0
-        row = {"submission": r["submission"], "exercise": r["exercise"],
-               "correct": str(sum(v == "correct" for v in values.values())), "tasks": str(tasks)}
-        for column in columns:
-            row[column] = r.get("invalid") or r.get("lost") or values.get(column, "")
-        row[FLAGS] = r.get("flags", "")
-        rows.append(row)
+    for r in sorted(results, key=lambda r: csv_cell(r.submission)):  # the order grades.csv shows
+        tasks = len(table[r.exercise].tasks) if r.exercise in table else 0
+        row = {"submission": r.submission, "exercise": r.exercise,
+               "correct": str(sum(v == "correct" for v in r.values.values())), "tasks": str(tasks)}
+        row.update({column: r.problem or r.values.get(column, "") for column in columns})
+        row[FLAGS] = r.flags
+        rows.append({key: clean(value) for key, value in row.items()})
     return rows
 
 
 def write_csv(rows: list[dict[str, str]], path: Path) -> None:
-    """Write the table in one step (a temporary file renamed over ``path``)."""
+    """Write the table in one step (a temporary file in the same folder, renamed over ``path``; removed if
+    anything fails). Every cell is cleaned and kept from reading as a formula (``report.csv_cell``)."""
     fields = FIXED_COLUMNS + [c for c in (rows[0] if rows else {}) if c not in FIXED_COLUMNS]
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    with temp.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    temp.replace(path)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
+            writer = csv.DictWriter(f, fieldnames=[csv_cell(c) for c in fields], lineterminator="\n")
+            writer.writeheader()
+            writer.writerows({csv_cell(k): csv_cell(row.get(k, "")) for k in fields} for row in rows)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    finally:
+        with suppress(FileNotFoundError):
+            os.unlink(temp)
 
 
-def _show_progress(done: int, total: int, result: dict) -> None:
-    values = result["values"]
-    verdict = result.get("invalid") or result.get("lost") or f"{sum(v == 'correct' for v in values.values())}/{len(values)} correct"
-    print(f"[{done}/{total}] {result['submission']}: {result['exercise'] or '-'} {verdict} "
-          f"({result['seconds']:.0f} s)", file=sys.stderr, flush=True)
+def _show_progress(done: int, total: int, result: Result) -> None:
+    values = result.values
+    verdict = result.problem or f"{sum(v == 'correct' for v in values.values())}/{len(values)} correct"
+    print(clean(f"[{done}/{total}] {result.submission}: {result.exercise or '-'} {verdict} "
+                f"({result.seconds:.0f} s)", 400), file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,24 +257,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task-timeout", type=float, default=30, help="seconds per task's check, within that (default 30)")
     parser.add_argument("--memory", type=float, default=4, help="GiB of address space per worker (default 4; 0: none)")
     parser.add_argument("--isolation", choices=["auto", "bubblewrap", "user", "none"], default="auto",
-                        help="the strongest that works (auto, the default), or this one (see INSTRUCTORS.md)")
+                        help="bubblewrap (auto, the default) or stop; a weaker one only by name (see INSTRUCTORS.md)")
+    parser.add_argument("--i-understand", action="store_true",
+                        help="grade with --isolation user or none, weaker than bubblewrap (INSTRUCTORS.md says how)")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder")
     start = time.monotonic()
 
-    def header(total: int, iso) -> None:
-        print(f"grading {total} notebooks under {args.submissions}, {args.jobs} at a time; isolation: "
-              f"{iso.label()}", file=sys.stderr, flush=True)
+    def header(total: int, iso, memory_groups: bool) -> None:
+        if iso.kind != "bubblewrap":
+            print(f"WARNING: student code runs WITHOUT the sandbox (isolation: {iso.kind}): "
+                  "INSTRUCTORS.md (\"Grade a class\") says what a submission can then do.", file=sys.stderr)
+        print(clean(f"grading {total} notebooks under {args.submissions}, {args.jobs} at a time; isolation: "
+                    f"{iso.label()}; memory: {'a cgroup per job' if memory_groups else 'address-space limit only'}"),
+              file=sys.stderr, flush=True)
 
-    results = grade_folder(args.submissions, jobs=args.jobs, timeout=args.timeout, task_timeout=args.task_timeout,
-                           memory_gib=args.memory, isolation=args.isolation, progress=_show_progress, header=header)
+    try:
+        results = grade_folder(args.submissions, jobs=args.jobs, timeout=args.timeout, task_timeout=args.task_timeout,
+                               memory_gib=args.memory, isolation=args.isolation, accept_less=args.i_understand,
+                               progress=_show_progress, header=header)
+    except Refused as why:
+        print(f"course-grade: stopped before grading: {why}", file=sys.stderr)
+        return 2
     rows = table_rows(results)
     write_csv(rows, args.out)
-    isolation = results[0]["isolation"] if results else ""
+    isolation = results[0].isolation if results else ""
     reports = write_reports(rows, args.out, isolation)
-    print(f"graded {len(rows)} notebooks in {time.monotonic() - start:.0f} s: {args.out}, "
-          + ", ".join(str(p) for p in reports), file=sys.stderr)
+    print(clean(f"graded {len(rows)} notebooks in {time.monotonic() - start:.0f} s: {args.out}, "
+                + ", ".join(str(p) for p in reports)), file=sys.stderr)
     return 0
 
 

@@ -1,10 +1,9 @@
 """Which notebooks ``course-grade`` can grade, read off the course's own notebooks so that it cannot drift.
 
 A notebook has a task wherever a code cell calls a checker on a notebook object at the top level,
-``check_causal_mask(causal_mask)``; the check function comes from the checkers' registry
-(``course_utils.helpers.checkers.CHECKS``) or, where a check is not registered, from the
-notebook's own import line (``from course_utils.helpers.checkers.attention_heatmaps import
-check_offset_share``). The table is built from the student versions in ``notebooks/`` (present
+``check_causal_mask(causal_mask)`` (read with the checkers' own parser, ``checks_in_cell``); the
+check function comes from the checkers' registry (``course_utils.helpers.checkers.CHECKS``; every
+check is registered). The table is built from the student versions in ``notebooks/`` (present
 in the container recipe of INSTRUCTORS.md, which leaves out the solutions).
 
 A submission is recognised by its metadata (``course.file``/``course.generated_from``, as
@@ -13,7 +12,6 @@ A submission is recognised by its metadata (``course.file``/``course.generated_f
 
 from __future__ import annotations
 
-import ast
 import importlib
 import re
 from dataclasses import dataclass
@@ -22,11 +20,11 @@ from pathlib import Path
 
 import nbformat
 
-from ..helpers.checkers.registry import Check
+from ..helpers.checkers.registry import Check, checks_in_cell
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CHECKERS = "course_utils.helpers.checkers"
-DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*=", re.MULTILINE)
+DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*=", re.MULTILINE)
+# (``[ \t]``, not ``\s``: a run of blank lines is read once, not once per line)
 
 
 class Invalid(Exception):
@@ -47,34 +45,8 @@ class Exercise:
 
 
 def checker_calls(sources: list[str]) -> list[tuple[str, str]]:
-    """(check function, object) of every top-level ``check_x(name)`` statement, first occurrence only."""
-    calls: list[tuple[str, str]] = []
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for stmt in tree.body:
-            call = stmt.value if isinstance(stmt, ast.Expr) else None
-            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith("check_")
-                    and len(call.args) == 1 and isinstance(call.args[0], ast.Name) and not call.keywords
-                    and (call.func.id, call.args[0].id) not in calls):
-                calls.append((call.func.id, call.args[0].id))
-    return calls
-
-
-def _imported_from(sources: list[str]) -> dict[str, str]:
-    """check function -> the checkers module the notebook imports it from."""
-    found = {}
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(CHECKERS):
-                found.update({a.asname or a.name: node.module for a in node.names if a.name.startswith("check_")})
-    return found
+    """(check function, object) of every ``check_x(name)`` call of the cells, first occurrence only."""
+    return list(dict.fromkeys(pair for source in sources for pair in checks_in_cell(source)))
 
 
 def registry() -> dict[str, Check]:
@@ -82,12 +54,6 @@ def registry() -> dict[str, Check]:
     from ..helpers.checkers import CHECKS
 
     return dict(CHECKS)
-
-
-def _module_of(check: str, imported: dict[str, str], checks: dict[str, Check]) -> str:
-    """The module of ``check``: the registry's, else the notebook's own import line."""
-    entry = checks.get(check)
-    return entry.module if entry is not None else imported.get(check, CHECKERS)
 
 
 def code_sources(nb: nbformat.NotebookNode) -> list[str]:
@@ -103,8 +69,7 @@ def exercises(folder: Path = NOTEBOOKS) -> dict[str, Exercise]:
     checks, table = registry(), {}
     for path in sorted(folder.glob("*.ipynb")):
         sources = code_sources(nbformat.read(path, as_version=4))
-        imported = _imported_from(sources)
-        tasks = tuple(Task(obj, check, _module_of(check, imported, checks)) for check, obj in checker_calls(sources))
+        tasks = tuple(Task(obj, check, checks[check].module) for check, obj in checker_calls(sources))
         if tasks:
             table[path.stem] = Exercise(path.stem, tasks)
     return table

@@ -19,6 +19,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,8 @@ from nbformat.reader import NotJSONError
 from .transport import ChannelClosed, TimedOut, remote_from
 from .channel import Endpoint
 from .exercises import Exercise, Invalid, code_sources, identify, load_check
-from .plan import Plan, copied_from, make_plan, twin_calls
+from .plan import Plan, copied_from, make_plan, reaches_course, twin_calls
+from .report import Result
 from .sandbox import Isolation, Limits, end_worker, spawn
 
 MAX_NOTEBOOK_BYTES = 32 * 2**20
@@ -51,6 +53,7 @@ class Context:
     timeout: float = 120.0
     task_timeout: float = 30.0
     limits: Limits = field(default_factory=Limits)
+    groups: tuple[str, ...] = ()  # a memory cgroup per job slot ("" where none could be made)
 
 
 def read_submission(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
@@ -94,7 +97,8 @@ class Worker:
 
     def launch(self, plan: Plan, names: list[str], deadline: float) -> dict:
         self.stop()
-        self.proc = spawn(self.ctx.isolation, self.ctx.slot, self.folder, self.ctx.package, self.ctx.limits)
+        group = self.ctx.groups[self.ctx.slot] if self.ctx.slot < len(self.ctx.groups) else ""
+        self.proc = spawn(self.ctx.isolation, self.ctx.slot, self.folder, self.ctx.package, self.ctx.limits, group)
         self.endpoint = Endpoint(self.proc.stdout.fileno(), self.proc.stdin.fileno())
         self.endpoint.deadline = deadline
         setup = remote_from({"id": 0, "name": "setup"}, self.endpoint)
@@ -157,6 +161,27 @@ def _run_check(task, obj, worker: Worker, ctx: Context, deadline: float) -> str:
     return verdict(result)
 
 
+def _over_quota(folder: Path, limits: Limits) -> str:
+    """Why the worker's folder is over its limits ('' if it is not; bubblewrap's is a tmpfs of a fixed size)."""
+    size = files = 0
+    for here, dirs, names in os.walk(folder):
+        files += len(names) + len(dirs)
+        for name in names:
+            with contextlib.suppress(OSError):
+                size += os.lstat(os.path.join(here, name)).st_blocks * 512
+        if files > limits.folder_files or size > limits.folder_bytes:
+            return (f"the notebook wrote more than {limits.folder_bytes // 2**20} MiB or {limits.folder_files} files "
+                    "in its folder")
+    return ""
+
+
+def _empty(folder: Path) -> None:
+    for entry in folder.iterdir():
+        if entry.name != "submission.ipynb":
+            with contextlib.suppress(OSError):
+                (shutil.rmtree if entry.is_dir() and not entry.is_symlink() else os.unlink)(entry)
+
+
 def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Path, deadline: float) -> dict[str, str]:
     """Each task's value. One worker runs the cells all tasks need; if that set-up fails (it loops, or the
     process ends), each task gets a worker that runs only the cells it needs itself."""
@@ -186,6 +211,11 @@ def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Pa
                     values[task.name] = _missing(task.name, used, worker.report["errors"])
                     continue
                 values[task.name] = _run_check(task, objects[task.name], worker, ctx, deadline)
+                over = _over_quota(folder, ctx.limits)
+                if over:
+                    values[task.name] = f"crashed: {over}"
+                    worker.stop()
+                    _empty(folder)
             except ChannelClosed as err:
                 values[task.name] = "timed out" if isinstance(err, TimedOut) else f"crashed: {worker.why_closed(err)}"
                 worker.stop()
@@ -194,17 +224,43 @@ def grade_tasks(sources: list[str], exercise: Exercise, ctx: Context, folder: Pa
     return values
 
 
-def grade_submission(path: Path, rel: str, ctx: Context) -> dict:
-    """The row of one submission: {"submission", "exercise", "values", "flags", "seconds"} (or "invalid")."""
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise :class:`TimedOut` in this (the judge's main) thread after ``seconds``: the judge's own reading of a
+    notebook (parsing, the plan, the static checks) is under the submission's time limit too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum, frame):
+        raise TimedOut("the submission's time is up")
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def grade_submission(path: Path, rel: str, ctx: Context) -> Result:
+    """The outcome of one submission; all of it within ``ctx.timeout`` (and a few seconds to end a worker)."""
     start = time.monotonic()
-    row = {"submission": rel, "exercise": "", "values": {}, "flags": "", "seconds": 0.0}
+    try:
+        with time_limit(ctx.timeout + 5):
+            return _grade(path, rel, ctx, start)
+    except TimedOut:
+        return Result(rel, problem="timed out", seconds=time.monotonic() - start)
+
+
+def _grade(path: Path, rel: str, ctx: Context, start: float) -> Result:
     try:
         data = read_submission(path)
         nb = parse_notebook(data)
         exercise = ctx.table[identify(nb, ctx.table)]
     except Invalid as why:
-        row.update(invalid=f"invalid: {why}", seconds=time.monotonic() - start)
-        return row
+        return Result(rel, problem=f"invalid: {why}", seconds=time.monotonic() - start)
     sources = code_sources(nb)
     folder = Path(tempfile.mkdtemp(prefix="submission-", dir=ctx.run_dir))
     try:
@@ -214,7 +270,7 @@ def grade_submission(path: Path, rel: str, ctx: Context) -> dict:
         values = grade_tasks(sources, exercise, ctx, folder, start + ctx.timeout)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    copies = [(t.name, copied_from(sources, t.name)) for t in exercise.tasks]
-    row.update(exercise=exercise.notebook, values=values, seconds=time.monotonic() - start,
-               flags="; ".join(f"{name}: copy of {where}" for name, where in copies if where))
-    return row
+    flags = [f"{t.name}: copy of {where}" for t in exercise.tasks if (where := copied_from(sources, t.name))]
+    flags += [f"{t.name}: the static check cannot follow it ({how}): look at it" for t in exercise.tasks
+              if values.get(t.name) == "correct" and (how := reaches_course(sources, t.name))]
+    return Result(rel, exercise.notebook, values, "; ".join(flags), time.monotonic() - start)

@@ -13,8 +13,11 @@ loops costs no task. Cells are first turned into Python the way IPython does
 ``globals()``, ``import *``, cell magics) and lacks a task's definition runs whole instead.
 
 Also here, on the submitted text alone: the check that an answer hands its work to the course's
-own function (the checkers' static check: ``twin_calls``), and the flag for a body that is a
-copy of the course's code (graded on what it computes; only flagged, see INSTRUCTORS.md).
+own function (the checkers' static check: ``twin_calls``, which refuses plain calls, through
+aliases, imports and notebook helpers), and two flags for the instructor (graded on what they
+compute; only flagged, see INSTRUCTORS.md): a body that is a copy of the course's code
+(``copied_from``), and code that reaches the course's package in a way the static check cannot
+follow (``reaches_course``: dynamic code, or a course function or module used as a value).
 """
 
 from __future__ import annotations
@@ -118,7 +121,7 @@ def make_plan(sources: list[str], names: list[str]) -> Plan:
         code = codes[cell] = to_python(source)
         try:
             tree = ast.parse(code)
-        except (SyntaxError, ValueError) as err:  # ValueError: a NUL byte in the source
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:  # ValueError: a NUL byte
             plan.broken[cell] = f"{type(err).__name__}: {err.msg if isinstance(err, SyntaxError) else err}"
             from .exercises import DEFINITION
 
@@ -126,7 +129,10 @@ def make_plan(sources: list[str], names: list[str]) -> Plan:
                 plan.broken_defines.setdefault(a or b, cell)
             continue
         for index, stmt in enumerate(tree.body):
-            statements.append(analyse(cell, index, stmt))
+            try:
+                statements.append(analyse(cell, index, stmt))
+            except (RecursionError, MemoryError, SyntaxError, ValueError):  # too deep to read (a long sum):
+                statements.append(Statement(cell, index, set(), set(), set(), set(), set()))  # runs only if before
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 imported |= statements[-1].binds
     bound = set().union(*(s.binds for s in statements))
@@ -159,7 +165,7 @@ def definitions(sources: list[str], name: str) -> list[ast.stmt]:
     for source in sources:
         try:
             tree = ast.parse(to_python(source))
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         found += [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                   and s.name == name]
@@ -236,41 +242,65 @@ def copied_from(sources: list[str], name: str) -> str:
 
 
 def twin_calls(task, sources: list[str]) -> list[str]:
-    """The course functions the answer to ``task`` (a ``grade_exercises.Task``) hands its work to: the
-    checkers' static check on the notebook's cells (``course_utils.helpers.checkers.twin_calls``,
-    the contract's rule 6); for a check the registry does not know, a fallback that only knows calls of a
-    course function named like the task."""
+    """The course functions the answer to ``task`` (a ``grading.exercises.Task``) hands its work to: the
+    checkers' static check on the notebook's cells (``course_utils.helpers.checkers.twin_calls``, the
+    contract's rule 6; every graded check is registered). A definition nested too deeply to read is not
+    refused here: it is graded on what it computes."""
     from ..helpers.checkers import twin_calls as checkers_twin_calls
 
     try:
         return list(checkers_twin_calls(task.check, sources))
-    except KeyError:
-        return _fallback_twin_calls(task.name, [to_python(s) for s in sources])
+    except ValueError:
+        return []
 
 
-def _fallback_twin_calls(task: str, codes: list[str]) -> list[str]:
-    aliases: dict[str, str] = {}
-    for code in codes:
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                aliases.update({a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
-                                for a in node.names})
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
-    found = []
-    for fn in definitions(codes, task)[-1:]:
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Call):
-                parts, target = [], node.func
-                while isinstance(target, ast.Attribute):
-                    parts.insert(0, target.attr)
-                    target = target.value
-                if isinstance(target, ast.Name):
-                    dotted = ".".join([aliases.get(target.id, target.id), *parts])
-                    if dotted.startswith("course_utils.") and dotted.rsplit(".", 1)[-1] == task:
-                        found.append(task)
-    return sorted(set(found))
+DISGUISES = re.compile(r"__import__|\bimportlib\b|\bsys\.modules\b|(?<![.\w])(?:vars|globals|locals|exec|eval|compile|getattr)\s*\("
+                       r"|\battrgetter\b|\binspect\b|\bbase64\b|\bcodecs\b|__dict__")
+
+
+def _course_names(stmt: ast.stmt) -> set[str]:
+    """The names an import statement binds to the course's package or to something in it."""
+    if isinstance(stmt, ast.Import):
+        return {a.asname or a.name.split(".")[0] for a in stmt.names if a.name.split(".")[0] == "course_utils"}
+    if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "course_utils" and not stmt.level:
+        return {a.asname or a.name for a in stmt.names}
+    return set()
+
+
+def _value_use(stmt: ast.stmt, names: set[str]) -> str:
+    """A name of ``names`` that ``stmt`` uses other than as the head of a call (``f(...)``, ``m.f(...)``)."""
+    heads = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            func = node.func
+            while isinstance(func, ast.Attribute):
+                func = func.value
+            heads.add(id(func))
+    return next((n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in names and not n.id.isupper()
+                 and isinstance(n.ctx, ast.Load) and id(n) not in heads), "")  # UPPER_CASE: a constant
+
+
+def reaches_course(sources: list[str], name: str) -> str:
+    """How the code that defines ``name`` (its definition and every statement the plan runs for it) reaches the
+    course's package in a way the static check cannot follow, for the instructor ('' if it does not):
+    dynamic code (``__import__``, ``getattr``, ``sys.modules``, ``exec``...) or a course function or module
+    used as a value (in a dict, a tuple, a loop, a walrus...; an UPPER_CASE constant does not count)."""
+    try:
+        plan, course, statements = make_plan(sources, [name]), set(), []
+        for _, code, indices in plan.cells:
+            body = ast.parse(code).body
+            for index in indices if indices is not None else range(len(body)):
+                found = _course_names(body[index])
+                course |= found
+                if not found and not isinstance(body[index], (ast.Import, ast.ImportFrom)):
+                    statements.append(body[index])
+        for stmt in statements:
+            match = DISGUISES.search(ast.unparse(stmt))
+            if match:
+                return f"dynamic code ({match.group(0).rstrip('( ')})"
+            used = _value_use(stmt, course)
+            if used:
+                return f"the course's {used} used as a value"
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "code too deeply nested to read"
+    return ""

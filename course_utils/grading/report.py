@@ -9,12 +9,64 @@ on what they compute; whether a copy is acceptable is the instructor's call, not
 from __future__ import annotations
 
 import html
+import re
+import unicodedata
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .exercises import exercises
 
 OUTCOMES = ("correct", "wrong", "not done", "crashed", "timed out")
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_MARKDOWN = re.compile(r"([\\\[\]|!`])")  # links and images, table cells, code spans; line starts are the report's own
+
+
+@dataclass
+class Result:
+    """One submission's outcome, before it becomes a row of grades.csv.
+
+    ``values``: task name -> "correct", "wrong: ...", "not done...", "crashed: ...", "timed out";
+    ``problem``: when the submission was not graded ("invalid: ...", "crashed: the grader failed...",
+    "timed out"), the value of every task column; ``flags``: "task: copy of ..." notes."""
+
+    submission: str
+    exercise: str = ""
+    values: dict[str, str] = field(default_factory=dict)
+    flags: str = ""
+    seconds: float = 0.0
+    problem: str = ""
+    isolation: str = ""
+
+
+def clean(text: object, limit: int = 2000) -> str:
+    """``text`` as one line of plain, printable text: a byte that was not UTF-8 (a lone surrogate, as
+    a Latin-1 file name arrives) becomes ``\\xe9``, control characters and line breaks a space (no
+    terminal escape, no forged line), bidirectional overrides are dropped; at most ``limit`` characters."""
+    out = []
+    for ch in str(text):
+        category = unicodedata.category(ch)
+        if category == "Cs":
+            code = ord(ch)
+            out.append(f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}")
+        elif category in ("Cc", "Zl", "Zp"):
+            out.append(" ")
+        elif ch not in _BIDI:
+            out.append(ch)
+    line = "".join(out)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def csv_cell(text: object) -> str:
+    """A cleaned value that no spreadsheet reads as a formula (a leading = + - @ gets a ' before it)."""
+    value = clean(text)
+    return "'" + value if value.lstrip()[:1] in ("=", "+", "-", "@") else value
+
+
+def md_text(text: object) -> str:
+    """A cleaned value as literal Markdown text: HTML escaped (no raw tag, no autolink), and the characters
+    that make links, images, table cells or code spans escaped (a value never starts a line: no heading)."""
+    return _MARKDOWN.sub(r"\\\1", html.escape(clean(text), quote=False))
 
 
 def _kind(value: str) -> str:
@@ -65,8 +117,9 @@ def _flagged(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
     return [(r["submission"], r["flags"]) for r in rows if r.get("flags")]
 
 
-FLAGGED = ("Graded on what they compute (a copy of the course's code computes the right answer); "
-           "whether the copy is acceptable is your call:")
+FLAGGED = ("Graded on what they compute: a copy of the course's code computes the right answer, and a correct "
+           "answer whose code the grader's static check cannot follow (dynamic code, a course function used as "
+           "a value) may hand its work to the course's own function. Whether either is acceptable is your call:")
 
 
 def _isolation_text(isolation: str) -> str:
@@ -77,34 +130,36 @@ def markdown(rows: list[dict[str, str]], isolation: str = "") -> str:
     lines = ["# Class report", "",
              f"{len(rows)} submissions. Per task: how many passed, then the mistakes the checkers named, "
              "most common first: what to go over in the next class.", ""]
-    lines += [_isolation_text(isolation), ""] if isolation else []
+    lines += [md_text(_isolation_text(isolation)), ""] if isolation else []
     for section in task_sections(rows):
-        lines += [f"## {section['exercise']}", "",
+        lines += [f"## {md_text(section['exercise'])}", "",
                   f"{section['submissions']} submissions, {section['all_correct']} with every task correct.", ""]
         for task in section["tasks"]:
-            lines += [f"### {task['task']}: {_counts_text(task)}", ""]
+            lines += [f"### {md_text(task['task'])}: {_counts_text(task)}", ""]
             if task["mistakes"]:
                 lines += ["| students | mistake the checker named |", "| ---: | --- |"]
-                lines += [f"| {n} | {hint.replace('|', '&#124;')} |" for hint, n in task["mistakes"]]
+                lines += [f"| {n} | {md_text(hint)} |" for hint, n in task["mistakes"]]
                 lines.append("")
             if task["crashes"]:
                 lines += ["Crashes to look at:", ""]
-                lines += [f"- {n} x {why}" for why, n in task["crashes"]]
+                lines += [f"- {n} x {md_text(why)}" for why, n in task["crashes"]]
                 lines.append("")
     flagged = _flagged(rows)
     if flagged:
-        lines += ["## Answers that copy the course's code", "", FLAGGED, ""]
-        lines += [f"- {sub}: {why}" for sub, why in flagged] + [""]
+        lines += ["## Answers to look at", "", FLAGGED, ""]
+        lines += [f"- {md_text(sub)}: {md_text(why)}" for sub, why in flagged] + [""]
     invalid = _invalid(rows)
     if invalid:
         lines += ["## Not graded", "", "| submission | reason |", "| --- | --- |"]
-        lines += [f"| {sub} | {why.replace('|', '&#124;')} |" for sub, why in invalid]
+        lines += [f"| {md_text(sub)} | {md_text(why)} |" for sub, why in invalid]
         lines.append("")
     return "\n".join(lines)
 
 
 def html_report(rows: list[dict[str, str]], isolation: str = "") -> str:
-    e = html.escape
+    def e(text: object) -> str:
+        return html.escape(clean(text))
+
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>Class report</title>',
              "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
@@ -127,7 +182,7 @@ def html_report(rows: list[dict[str, str]], isolation: str = "") -> str:
                 parts.append("</ul>")
     flagged = _flagged(rows)
     if flagged:
-        parts += ["<h2>Answers that copy the course's code</h2>", f"<p>{e(FLAGGED)}</p><ul>"]
+        parts += ["<h2>Answers to look at</h2>", f"<p>{e(FLAGGED)}</p><ul>"]
         parts += [f"<li>{e(sub)}: {e(why)}</li>" for sub, why in flagged] + ["</ul>"]
     invalid = _invalid(rows)
     if invalid:

@@ -1,22 +1,28 @@
-"""Where and how a submission's worker runs: the isolation this machine allows, limits, and a clean end.
+"""Where and how a submission's worker runs: the isolation asked for, limits, and a clean end.
 
-Three levels, the strongest available is used (``course-grade`` prints which, and the report says it):
+Three levels. ``auto`` (the default) is ``bubblewrap`` or nothing: a level that was asked for and
+cannot be had stops the run (:class:`Refused`, a clear message, exit status 2), and a weaker one is
+used only when asked for by name with ``--i-understand`` (then the header and the report say so).
+Student code never runs as root: as root, every worker becomes a user id of its own that no
+account and no process has (one per job slot); without one free, the run stops.
 
 - ``bubblewrap`` (Debian's ``bubblewrap``, ``bwrap``): the worker sees a read-only view of
   Python, the installed libraries and a private copy of the course's package, its own folder
-  (read-write) and an empty ``/tmp``; nothing else of the machine (not the course checkout,
-  the solutions, the class folder or the grades); no network; its own process namespace, so
-  every process it started ends with it. Run as root, it also becomes a user of its own
-  (one per job slot) inside the sandbox, so that the process limit holds.
-- ``separate user`` (root, without bwrap): the worker runs as a user of its own (one per job
-  slot), in an empty network namespace; it cannot write outside its folder (except where anyone
-  may), every process of that user is ended after each submission, but it can still READ
-  whatever any user of the machine may read (the class folder, the solutions, if readable).
-- ``none``: same user as the grader; limits and a clean end only. Not a security boundary.
+  and ``/tmp`` (both empty tmpfs of a fixed size); nothing else of the machine (not the course
+  checkout, the solutions, the class folder or the grades); no network; its own process
+  namespace, so every process it started ends with it.
+- ``separate user`` (``--isolation user``, root only): the worker runs as a user of its own, in an
+  empty network namespace; it cannot write outside its folder (except where anyone may), every
+  process of that user is ended after each submission, but it can still READ whatever any user
+  of the machine may read (the class folder, the solutions, if readable).
+- ``none`` (not as root): same user as the grader; limits and a clean end only. Not a security boundary.
 
 Always: a new session, limits on address space, processes, file size, open files and CPU
-time; stdout and stderr thrown away; the grader is a "child subreaper", so a process that
-detaches from the worker stays the grader's descendant and is ended with it.
+time; a memory cgroup per job slot where the machine allows one (``grading.cgroup``: it counts
+memory in ``memfd``s and tmpfs files, which the address-space limit does not); the folder's size
+checked after each task where it is not a tmpfs; stdout and stderr thrown away; the grader is a
+"child subreaper", so a process that detaches from the worker stays the grader's descendant and is
+ended with it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cgroup
 from .worker import START, bootstrap
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -48,6 +55,12 @@ class Limits:
     processes: int = 64  # processes and threads of a worker's user
     file_bytes: int = 64 * 2**20  # the largest file a worker may write
     cpu_seconds: int = 300
+    folder_bytes: int = 128 * 2**20  # the worker's folder, and its /tmp (bubblewrap)
+    folder_files: int = 2000  # files in its folder (checked after each task where it is not a tmpfs)
+
+
+class Refused(Exception):
+    """The isolation asked for cannot be had here (the message says why and what to do)."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +129,9 @@ def _stat(path: Path):
     return None
 
 
-def _bwrap_argv(folder: Path, package: Path) -> list[str]:
-    """bwrap's arguments: read-only Python and libraries, the package at INSIDE_PACKAGE, the folder at INSIDE_FOLDER."""
+def _bwrap_argv(folder: Path, package: Path, limits: Limits) -> list[str]:
+    """bwrap's arguments: read-only Python and libraries, the package at INSIDE_PACKAGE, an empty folder of
+    ``limits.folder_bytes`` at INSIDE_FOLDER and at /tmp (``folder`` itself stays outside)."""
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
     if os.geteuid() != 0:
@@ -127,8 +141,9 @@ def _bwrap_argv(folder: Path, package: Path) -> list[str]:
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-             "--tmpfs", "/tmp"]  # an empty /tmp, mounted before the binds: Python or a venv may live under /tmp
+    size = str(limits.folder_bytes)
+    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",  # /tmp first: Python may live under /tmp
+             "--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
     python = os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
     reads = [python, sys.base_prefix, sys.prefix, *site_dirs()]
     made = {"/", "/usr"}
@@ -141,7 +156,7 @@ def _bwrap_argv(folder: Path, package: Path) -> list[str]:
                 argv += ["--perms", "0755", "--dir", str(parent)]
         argv += ["--ro-bind", path, path]
     argv += ["--perms", "0755", "--dir", "/grader", "--ro-bind", str(package), INSIDE_PACKAGE,
-             "--bind", str(folder), INSIDE_FOLDER, "--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", size, "--tmpfs", INSIDE_FOLDER, "--proc", "/proc", "--dev", "/dev",
              "--chdir", INSIDE_FOLDER, "--clearenv"]
     for key, value in _environment(INSIDE_FOLDER).items():
         argv += ["--setenv", key, value]
@@ -153,12 +168,13 @@ def _environment(home: str) -> dict[str, str]:
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", **THREAD_ENV}
 
 
-def worker_command(iso: Isolation, slot: int, folder: Path, package: Path, then: str = START) -> tuple[list[str], dict]:
+def worker_command(iso: Isolation, slot: int, folder: Path, package: Path, then: str = START,
+                   limits: Limits = Limits()) -> tuple[list[str], dict]:
     """(argv, environment) that start a worker for job ``slot`` in ``folder`` (``then``: what it runs)."""
     uid = iso.uids[slot] if iso.uids else None
     if iso.kind == "bubblewrap":
         code = bootstrap([INSIDE_PACKAGE, *site_dirs()], uid=uid, then=then)
-        return [*_bwrap_argv(folder, package), sys.executable, "-I", "-S", "-c", code], {}
+        return [*_bwrap_argv(folder, package, limits), sys.executable, "-I", "-S", "-c", code], {}
     return [sys.executable, "-I", "-S", "-c", bootstrap([str(package), *site_dirs()], then=then)], _environment(str(folder))
 
 
@@ -166,13 +182,14 @@ def _user_processes(uid: int) -> int:
     return sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and (st := _stat(p)) and st.st_uid == uid)
 
 
-def preexec(iso: Isolation, slot: int, limits: Limits):
-    """What the worker's process does between fork and exec: session, limits, user, no network."""
+def preexec(iso: Isolation, slot: int, limits: Limits, group: str = ""):
+    """What the worker's process does between fork and exec: session, memory group, limits, user, no network."""
     uid = iso.uids[slot] if iso.uids else None
     extra = 0 if os.geteuid() == 0 else _user_processes(os.geteuid())  # a non-root user's other processes count
 
     def in_child() -> None:
         os.setsid()
+        cgroup.join(group)
         os.umask(0o022)
         for name, value in (("RLIMIT_AS", limits.memory_bytes), ("RLIMIT_NPROC", limits.processes + extra),
                             ("RLIMIT_FSIZE", limits.file_bytes), ("RLIMIT_NOFILE", 256), ("RLIMIT_CORE", 0),
@@ -191,10 +208,10 @@ def preexec(iso: Isolation, slot: int, limits: Limits):
     return in_child
 
 
-def spawn(iso: Isolation, slot: int, folder: Path, package: Path, limits: Limits) -> subprocess.Popen:
-    argv, env = worker_command(iso, slot, folder, package)
+def spawn(iso: Isolation, slot: int, folder: Path, package: Path, limits: Limits, group: str = "") -> subprocess.Popen:
+    argv, env = worker_command(iso, slot, folder, package, limits=limits)
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            cwd=folder, env=env, preexec_fn=preexec(iso, slot, limits),
+                            cwd=folder, env=env, preexec_fn=preexec(iso, slot, limits, group),
                             close_fds=True)
 
 
@@ -271,31 +288,39 @@ def _reap(pids: list[int]) -> None:
             os.waitpid(pid, os.WNOHANG)
 
 
-def detect(jobs: int, run_dir: Path, package: Path, want: str = "auto") -> Isolation:
-    """The strongest isolation that works here (``want``: "auto", "bubblewrap", "user" or "none")."""
+LESS = "to grade with less isolation, ask for it: --isolation user (as root) or --isolation none (not as root), with --i-understand"
+
+
+def detect(jobs: int, run_dir: Path, package: Path, want: str = "auto", accept_less: bool = False) -> Isolation:
+    """The isolation asked for (``want``: "auto" = "bubblewrap", "user" or "none"), or :class:`Refused`.
+    A weaker one than bubblewrap needs ``accept_less``; student code never runs as root."""
     root = os.geteuid() == 0
     uids = _free_uids(jobs) if root else ()
     if root and len(uids) < jobs:
-        root, uids = False, ()
-    reasons = []
+        raise Refused(f"running as root, and fewer than {jobs} free user ids for the workers: student code never "
+                      "runs as root")
     if want in ("auto", "bubblewrap"):
         if shutil.which("bwrap") is None:
-            reasons.append("bwrap is not installed (apt-get install bubblewrap)")
-        else:
-            iso = Isolation("bubblewrap", "" if root else "not root: no user of its own", uids)
-            problem = _probe(iso, run_dir, package)
-            if not problem:
-                return iso
-            reasons.append(f"bwrap does not work here: {problem}")
-    if want in ("auto", "user") and root:
-        iso = Isolation("separate user", "; ".join(reasons) or "requested", uids)
+            raise Refused(f"bubblewrap is not installed (apt-get install bubblewrap); {LESS}")
+        iso = Isolation("bubblewrap", "" if root else "not root: no user of its own", uids)
         problem = _probe(iso, run_dir, package)
-        if not problem:
-            return iso
-        reasons.append(f"a separate user cannot run this Python: {problem}")
-    elif want in ("auto", "user"):
-        reasons.append("not root: no separate user")
-    return Isolation("none", "; ".join(reasons) or "requested")
+        if problem:
+            raise Refused(f"bubblewrap does not work here ({problem}); {LESS}")
+        return iso
+    if not accept_less:
+        raise Refused(f"--isolation {want} is weaker than bubblewrap (INSTRUCTORS.md says what it lets a submission "
+                      "do): add --i-understand to grade with it")
+    if want == "user":
+        if not root:
+            raise Refused("--isolation user needs root (each worker runs as a user of its own)")
+        iso = Isolation("separate user", "asked for: a submission can read what any user may read", uids)
+        problem = _probe(iso, run_dir, package)
+        if problem:
+            raise Refused(f"a separate user cannot run this Python ({problem})")
+        return iso
+    if root:
+        raise Refused("--isolation none would run student code as root: use --isolation user or bubblewrap")
+    return Isolation("none", "asked for: NOT a security boundary")
 
 
 def _probe(iso: Isolation, run_dir: Path, package: Path) -> str:

@@ -11,9 +11,9 @@ same-sized integers), ``numpy.ndarray`` and NumPy scalars, ``None``, ``bool``, `
 ``complex``, ``str``, ``torch.Size``, ``torch.dtype``, ``tuple``/``list``/``dict`` of these.
 *Fixtures* (classes of ``checkers/fixtures.py``) travel as ``(fixture_name, to_spec())``, are rebuilt
 with ``from_spec`` on the worker's side, and what they recorded there comes back (``record()``
-there, ``absorb(record)`` here); a fixture class with ``by_reference = True`` stays here instead
-(its state may give the answer away) and is called remotely. A callable or ``nn.Module`` stays where it lives and the other side
-gets a :class:`Remote` for it (calls, attribute reads, methods such as ``state_dict()``). Anything
+there, ``absorb(record)`` here). A callable or ``nn.Module`` of the worker stays where it lives and
+the grader gets a :class:`Remote` for it (calls, attribute reads, methods such as ``state_dict()``);
+the grader's own objects never travel (its endpoint exports nothing: ``grading.channel``). Anything
 else arrives as an :class:`Opaque` with the original type's name and a short ``repr``; an exception
 as one of the same class name and message. Tensor and array arguments that the called code
 changed in place are changed on the caller's side too (:func:`settle`).
@@ -180,8 +180,7 @@ class Codec:
             return {"$": "error", "type": type(v).__name__, "message": _short(v, 2000)}
         if isinstance(v, Opaque) and not isinstance(v, Remote):
             return {"$": "opaque", "type": type(v).__name__, "repr": v.text}
-        if (callable(getattr(v, "to_spec", None)) and getattr(type(v), "__module__", "").endswith("checkers.fixtures")
-                and not getattr(v, "by_reference", False)):  # by_reference: stays here, called remotely
+        if callable(getattr(v, "to_spec", None)) and getattr(type(v), "__module__", "").endswith("checkers.fixtures"):
             key = len(self.sent_fixtures)
             self.sent_fixtures[key] = v
             name = getattr(type(v), "fixture_name", "") or type(v).__name__

@@ -280,6 +280,38 @@ torch.manual_seed(0)''',
     write(out, "attack-ignores-sigint/05_causal_mask.ipynb",
           notebook(attack(signals, {"causal_mask": "while True:\n    pass"}), "05_causal_mask"))
     _copy_and_files(out)
+    second_round(out)
+
+
+LONG_SUM = "total = " + "+".join(["1"] * 100_000) + "  # a lesson cell too deep for Python's parser, never used"
+ODD_MESSAGE = "raise ValueError('\\ud800 <script>alert(1)</script> [x](javascript:alert(1)) \\x1b[2J\\x1b]0;t\\x07 =1+1')"
+GRADER_OBJECT = (  # issue 30: compile the object the checker hands over, with a backend of the answer's own
+    "def backend(gm, inputs):\n    gm.to_folder('/tmp/x', \"x'\\nimport os\")\n    return gm.forward\n"
+    "for how in (lambda: attn_fn.compile(backend=backend), lambda: attn_fn.to_spec()['kind'], lambda: attn_fn.kind):\n"
+    "    try:\n        how()\n    except Exception:\n        pass\nreturn False")
+FILLS_FOLDER = '''
+import os
+for i in range(100000):  # fill the private folder: as many files, then as many bytes, as it takes
+    try:
+        with open(f"f{i}", "wb") as f:
+            f.write(os.urandom(1 << 20) if i % 10 == 0 else b"x")
+    except OSError:
+        break
+'''
+
+
+def second_round(out: Path) -> None:
+    """The attacks of issue 30 that are notebooks (odd file names are made by the test itself)."""
+    disguised = "return getattr(__import__('course_' + 'utils'), 'causal_' + 'mask')(n)"
+    write(out, "attack-disguised-twin/05_causal_mask.ipynb",
+          notebook(attack(bodies={"causal_mask": disguised}), "05_causal_mask"))
+    write(out, "attack-odd-message/05_causal_mask.ipynb",
+          notebook(attack(bodies={"masked_attention": ODD_MESSAGE}), "05_causal_mask"))
+    cells = attack()
+    write(out, "attack-long-sum/05_causal_mask.ipynb", notebook(cells[:3] + [LONG_SUM] + cells[3:], "05_causal_mask"))
+    write(out, "attack-grader-object/05_causal_mask.ipynb",
+          notebook(attack(bodies={"leaks_future": GRADER_OBJECT}), "05_causal_mask"))
+    write(out, "attack-fills-folder/05_causal_mask.ipynb", notebook(attack(FILLS_FOLDER), "05_causal_mask"))
 
 
 def _copy_and_files(out: Path) -> None:

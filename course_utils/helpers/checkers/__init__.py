@@ -19,21 +19,23 @@ sandboxed worker and the checks in its own process, handing a check a stand-in
    by introspecting it (``__code__``, ``inspect``, ``__wrapped__``; ``__name__`` may be read);
 2. it passes student code plain data only (tensors, NumPy arrays and scalars, Python scalars,
    ``str``, ``None``, ``torch.Size``, ``torch.dtype``, tuples, lists and dicts of these) or fixtures
-   (``fixtures.py``); a tensor's ``requires_grad`` crosses with it, both ways (a check may ask that a
-   result keeps autograd, e.g. 03's ``split_heads``);
+   (``fixtures.py``, rebuilt in the worker from their spec); a tensor's ``requires_grad`` crosses with
+   it, both ways (a check may ask that a result keeps autograd, e.g. 03's ``split_heads``); anything
+   else (a function, a module, an object of the checker) arrives there as an inert ``Opaque``:
+   nothing of the grader's process can be called from the worker;
 3. it gives a clear hint for a result of an unexpected type (an ``Opaque`` stand-in) and never
    crashes on one;
 4. it may rely on in-place changes of its tensor arguments being copied back, and on a student's
-   exception coming back with the same class name and message;
+   exception coming back with the same class name and message; so it computes its reference from
+   copies it kept before the call, never from the arguments it handed over;
 5. of a student's class it uses only construction with plain arguments, calls of an instance,
    ``instance.state_dict()``, plain attributes and callable sub-modules;
 6. whether an answer only calls the course's own function is read from its source (``twins``),
    never traced at run time.
 """
 
-from .registry import Check, checks, checks_in_cell, find_check
+from .registry import Check, checks, checks_in_cell, find_check, twin_calls
 from .report import CheckResult, summarize
-from .twins import twin_calls
 
 __all__ = ["CHECKS", "Check", "CheckResult", "checks", "checks_in_cell", "find_check", "summarize", "twin_calls"]
 

@@ -2,7 +2,7 @@
 static twin check (``twins``). In a notebook (IPython), the cells it ran give the imports and the
 definitions; in a script or a test module, the file that defines the answer. This is the only place a
 checker looks at the answer object itself, and only for plain Python functions and classes: a remote
-stand-in (a grader's proxy) is never read; a grader runs ``twins.twin_calls`` on the notebook instead.
+stand-in (a grader's proxy) is never read; a grader runs ``registry.twin_calls`` on the notebook instead.
 """
 
 from __future__ import annotations

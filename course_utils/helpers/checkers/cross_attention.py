@@ -198,8 +198,8 @@ def check_cross_attention(layer_cls: type, seed: int) -> None:
         layer, params = layers[d, h]
         g = torch.Generator().manual_seed(k) if k < len(fixed) else g_random
         dec, enc, mask = _cross_case_inputs(B, n, m, lengths, g, d)
-        with torch.no_grad(), failing_case(desc):
-            got = _layer_answer(layer, dec, enc, mask, desc, solved)
+        with torch.no_grad(), failing_case(desc):  # the layer gets copies: the reference reads the checker's own
+            got = _layer_answer(layer, dec.clone(), enc.clone(), None if mask is None else mask.clone(), desc, solved)
             reference = layer_variant(params, h, dec, enc, mask)
             masks[desc] = mask
             if answers.add(desc, got, reference, lambda a=(params, h, dec, enc, mask): [
@@ -207,6 +207,48 @@ def check_cross_attention(layer_cls: type, seed: int) -> None:
                 solved.append(desc)
     with torch.no_grad():
         answers.verdict()
+        _check_dependence(layers[_CROSS_D_MODEL, _CROSS_HEADS][0], generator(seed + 2))
+
+
+def _check_dependence(layer, g: torch.Generator) -> None:
+    """The outputs depend on the inputs as attention's do, whatever the parameters the layer reports: a
+    change of one decoder position changes its own output row and no other; a change of a real encoder
+    position changes the outputs; a change of a padded one changes nothing. (A layer that ignores its
+    inputs, has zero weights or reports other parameters than it uses fails here.)"""
+    B, n, m, length = 2, 3, 5, 3
+    dec, enc, mask = _cross_case_inputs(B, n, m, (length, m), g, _CROSS_D_MODEL)
+    desc = f"a change of one input position (B={B}, n={n}, m={m}, encoder lengths ({length}, {m}))"
+
+    def out(dec_x, enc_x):
+        with failing_case(desc):
+            return _layer_answer(layer, dec_x.clone(), enc_x.clone(), mask.clone(), desc, [])[0]
+
+    base, bump = out(dec, enc), 1.0 + dec.abs().max()
+
+    def moved(other: torch.Tensor) -> torch.Tensor:  # (B, n): which output rows changed
+        return ((other - base).abs() > 1e-5 * (1 + base.abs())).any(-1)
+
+    dec_changed = dec.clone()
+    dec_changed[0, 1] += bump
+    rows = moved(out(dec_changed, enc))
+    expected = torch.zeros(B, n, dtype=torch.bool)
+    expected[0, 1] = True
+    if not torch.equal(rows, expected):
+        raise Hint("a change of decoder position 1 should change its own output row and no other: each output row "
+                   "is attention from that position's query (W_q(decoder_states)) over the encoder positions."
+                   if rows[0, 1] else "your output does not change when decoder_states change: the queries are "
+                   "W_q(decoder_states), and each output row depends on its own decoder position.", desc)
+    enc_changed = enc.clone()
+    enc_changed[0, 0] += bump
+    if not moved(out(dec, enc_changed))[0].any():
+        raise Hint("your output does not change when a real encoder position changes: keys and values are "
+                   "W_k(encoder_states) and W_v(encoder_states), and the parameters state_dict() reports must be "
+                   "the ones forward uses.", desc)
+    enc_padded = enc.clone()
+    enc_padded[0, length:] += 100 * bump
+    if moved(out(dec, enc_padded)).any():
+        raise Hint("your output changes when a padded encoder position changes: apply encoder_mask to the scores, "
+                   "so that padded positions get exactly zero weight.", desc)
 
 
 def _cross_shape_hint(out, w, B: int, h: int, n: int, m: int, d: int) -> None:

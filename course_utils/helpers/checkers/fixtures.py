@@ -16,6 +16,10 @@ Every fixture class is listed in :data:`FIXTURES` under its ``fixture_name``;
   records how the student changed its inputs;
 - :class:`CourseModule` (09b's ``pre_norm_block``): a course ``nn.Module`` (from a fixed list, plain
   init arguments, a ``state_dict``) that records calls of its own ``forward``.
+
+A grader sends only the spec: the worker builds the object from the course's own class and sends
+back arrays (the answer) and the record. What a fixture records is the student's process's word:
+good for naming an honest mistake, never the only ground of a "correct".
 """
 
 from __future__ import annotations
@@ -81,6 +85,21 @@ def _causal(n: int) -> torch.Tensor:
     return torch.ones(n, n, dtype=torch.bool).tril()
 
 
+_MIX = {kind: code for kind, code in zip(LAYER_KINDS, (
+    (0, 0, 0, 0), (1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 0, 0), (0, 0, 1e-3, 0), (0, 0, 0, 1)))}  # mean, all, sum, mean
+
+
+def _toy_layer(x: torch.Tensor, mix: torch.Tensor, extra: torch.Tensor) -> torch.Tensor:
+    """The toy layer from numbers alone: (running mean?, unmasked?, leak of the sum, leak of the mean), extra key."""
+    n = x.shape[0]
+    if mix[0]:
+        return x.cumsum(0) / torch.arange(1, n + 1)[:, None]
+    mask = torch.ones(n, n, dtype=torch.bool) if mix[1] else _causal(n)
+    if extra.numel():
+        mask[int(extra[0]) % n, int(extra[1]) % n] = True
+    return _toy_attention(x, mask) + float(mix[2]) * x.sum(0) + float(mix[3]) * x.mean(0)
+
+
 class LeakLayer(Fixture):
     """A layer ``x (n, 4) -> (n, 4)`` for ``leaks_future(attn_fn, x)``, and a record of its calls.
 
@@ -90,10 +109,13 @@ class LeakLayer(Fixture):
     (causal + 1e-3 * the sum over the sequence), ``"mean leak"`` (causal + the mean over the sequence).
     ``x`` is the input the test is about: each call on an input of x's shape records how much each
     position differs from x (``changes``); ``calls`` counts the calls.
+
+    It travels as numbers (``to_spec``): the worker gets a :class:`ToyLayer`, which computes the same
+    layer and has no ``kind``. Its numbers are in the student's process, where an answer could read
+    them; the grader promises that no object of its own is reachable, not that a fixture is secret.
     """
 
     fixture_name = "LeakLayer"
-    by_reference = True  # a grader keeps it in its own process: the student's code calls it, never reads its kind
 
     def __init__(self, kind: str, x: torch.Tensor, key: tuple[int, int] | None = None) -> None:
         if kind not in LAYER_KINDS:
@@ -102,20 +124,8 @@ class LeakLayer(Fixture):
         self.calls, self.changes = 0, []
 
     def layer(self, x: torch.Tensor) -> torch.Tensor:
-        n = x.shape[0]
-        if self.kind == "running mean":
-            return x.cumsum(0) / torch.arange(1, n + 1)[:, None]
-        if self.kind == "unmasked":
-            return _toy_attention(x, torch.ones(n, n, dtype=torch.bool))
-        mask = _causal(n)
-        if self.kind == "extra key":
-            mask[self.key[0] % n, self.key[1] % n] = True
-        out = _toy_attention(x, mask)
-        if self.kind == "small leak":
-            return out + 1e-3 * x.sum(0)
-        if self.kind == "mean leak":
-            return out + x.mean(0)
-        return out
+        spec = self.to_spec()
+        return _toy_layer(x, spec["mix"], spec["extra"])
 
     def __call__(self, inp):
         self.calls += 1
@@ -132,18 +142,36 @@ class LeakLayer(Fixture):
         return min(change.max().item() for change in self.changes)
 
     def to_spec(self) -> dict:
-        return {"kind": self.kind, "x": self.x.clone(), "key": None if self.key is None else list(self.key)}
+        extra = self.key if self.kind == "extra key" else ()
+        return {"x": self.x.clone(), "mix": torch.tensor(_MIX[self.kind], dtype=torch.float64),
+                "extra": torch.tensor(extra, dtype=torch.int64)}
 
     @classmethod
-    def from_spec(cls, spec: dict) -> LeakLayer:
-        return cls(spec["kind"], spec["x"], spec["key"])
-
-    def record(self) -> dict:
-        return {"calls": self.calls, "changes": [c.clone() for c in self.changes]}
+    def from_spec(cls, spec: dict) -> ToyLayer:
+        return ToyLayer(spec["x"], spec["mix"], spec["extra"])
 
     def absorb(self, record: dict) -> None:
         self.calls += int(record["calls"])
-        self.changes += list(record["changes"])
+        self.changes += [c for c in record["changes"] if isinstance(c, torch.Tensor) and c.shape == self.x.shape[:1]]
+
+
+class ToyLayer:
+    """What a :class:`LeakLayer` is in the worker: the same layer from its numbers, recording its calls."""
+
+    def __init__(self, x: torch.Tensor, mix: torch.Tensor, extra: torch.Tensor) -> None:
+        self._x, self._mix, self._extra = x.detach().clone(), mix, extra
+        self.calls, self.changes = 0, []
+
+    def __call__(self, inp):
+        self.calls += 1
+        if isinstance(inp, torch.Tensor) and inp.shape == self._x.shape:
+            diff = (inp.detach().float() - self._x.float()).abs()
+            if diff.max() > 0:
+                self.changes.append(diff.amax(-1))
+        return _toy_layer(inp, self._mix, self._extra)
+
+    def record(self) -> dict:
+        return {"calls": self.calls, "changes": [c.clone() for c in self.changes]}
 
 
 # --- 09b: course modules handed to the student -----------------------------------------------------
@@ -157,7 +185,6 @@ class CourseModule(Fixture):
     (an answer that runs the module itself hands its work to the course's code)."""
 
     fixture_name = "CourseModule"
-    by_reference = True  # a grader keeps it in its own process: its count of calls cannot be edited by the answer
     course_class: ClassVar[str] = ""
 
     def _setup(self, init: dict) -> None:

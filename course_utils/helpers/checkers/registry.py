@@ -9,8 +9,9 @@ course functions an answer must not hand its work to (``twins``, for ``twins.twi
     CHECKS["check_causal_mask"]   # Check(takes="causal_mask", kind="function", notebook="05_causal_mask", ...)
     checks_in_cell("check_causal_mask(causal_mask)")   # [("check_causal_mask", "causal_mask")]
 
-Every module of this package except the shared machinery (:data:`MACHINERY`) is a checker
-module: a new one registers its checks simply by being here.
+The checker modules are a fixed list, :data:`CHECKER_MODULES`: a new one is added there (a test
+says so when a module of this package is neither listed nor :data:`MACHINERY`). Nothing is found by
+scanning the folder, so a file that appears in a checkout is never imported by a grader.
 """
 
 from __future__ import annotations
@@ -18,18 +19,24 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
-import pkgutil
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .report import CheckResult, report
 from .answer_source import answer_twin_calls
+from .report import CheckResult, report
+from .twins import find_twin_calls
 
 PACKAGE = __name__.rsplit(".", 1)[0]
 MACHINERY = frozenset({"answer_source", "attention_mistakes", "compare", "fixtures", "registry", "report", "transport",
                        "twins"})
 KINDS = ("function", "class")
+CHECKER_MODULES = (
+    "attention_cost", "attention_heatmaps", "attention_vs_no_attention", "causal_mask", "cross_attention",
+    "dates_to_iso8601", "explore_head_count", "explore_longer_training", "explore_scaling_and_sparsity",
+    "head_patterns", "induction_heads", "kv_cache", "multi_head_attention", "next_token_predictor",
+    "online_softmax_and_tiled_attention", "positional_encoding", "pytorch_multihead", "rotary_position_embeddings",
+    "scaled_dot_product_attention", "scaling_and_masks", "seq2seq_with_attention", "transformer_block")
 
 
 @dataclass(frozen=True)
@@ -103,10 +110,8 @@ def refuse_twins(answer, takes: str, twins: Mapping[str, str]) -> None:
 
 
 def checker_modules() -> list[str]:
-    """The names of the checker modules of this package (every module but the shared machinery)."""
-    package = sys.modules[PACKAGE]
-    return sorted(f"{PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
-                  if not m.name.startswith("_") and m.name not in MACHINERY)
+    """The full names of the checker modules (:data:`CHECKER_MODULES`; never a scan of the folder)."""
+    return [f"{PACKAGE}.{name}" for name in CHECKER_MODULES]
 
 
 def checks() -> dict[str, Check]:
@@ -132,10 +137,23 @@ def checks_in_cell(source: str) -> list[tuple[str, str]]:
     (also inside ``summarize(...)``); calls of unknown checks or with other arguments are left out."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         return []
     known = checks()
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                     and n.func.id in known and len(n.args) == 1 and isinstance(n.args[0], ast.Name)),
                    key=lambda n: (n.lineno, n.col_offset))
     return list(dict.fromkeys((n.func.id, n.args[0].id) for n in calls))
+
+
+def twin_calls(task: str, cell_sources: list[str], twins: Mapping[str, str] | None = None) -> list[str]:
+    """The course functions that a notebook's answer to ``task`` hands its work to (``[]``: none).
+
+    ``task``: a check's name (``"check_causal_mask"``) or the name of the object it takes
+    (``"causal_mask"``); ``twins`` (display name -> dotted path) overrides the check's registered
+    twins, and then ``task`` is the name of the object to read (``twins.find_twin_calls``)."""
+    name = task
+    if twins is None:
+        check = find_check(task)
+        twins, name = dict(check.twins), check.takes
+    return find_twin_calls(name, cell_sources, twins)

@@ -8,7 +8,7 @@ the course's code is not (it computes the right thing: only a grader flags copie
 The check reads source text and runs nothing, so it works under profilers, in threads, for
 decorated functions and outside the student's process:
 
-- :func:`twin_calls` (for a grader): ``twin_calls("check_causal_mask", cell_sources)`` finds the
+- :func:`find_twin_calls` (for a grader, by check name ``registry.twin_calls("check_causal_mask", cell_sources)``) finds the
   notebook's last definition of the object the check takes (``causal_mask``), follows the
   notebook-level functions and classes it uses, resolves the notebook's imports (aliases,
   ``import course_utils as cu``, attribute chains, ``importlib.import_module("...")``,
@@ -301,21 +301,11 @@ class Analysis:
                     self.found.append(name)
 
 
-def twin_calls(task: str, cell_sources: Sequence[str], twins: Mapping[str, str] | None = None) -> list[str]:
-    """The course functions that a notebook's answer to ``task`` hands its work to (``[]``: none).
-
-    ``task``: a check's name (``"check_causal_mask"``) or the name of the object it takes
-    (``"causal_mask"``); ``cell_sources``: the notebook's code cells, in order (IPython syntax is
-    fine). ``twins`` (display name -> dotted path) overrides the check's registered twins; then
-    ``task`` is the name of the object to read. Nothing is run or imported but ``course_utils``'s own
-    modules (to resolve names); a definition nested beyond Python's recursion limit is a ValueError.
-    """
-    name = task
-    if twins is None:
-        from .registry import find_check
-
-        check = find_check(task)
-        twins, name = dict(check.twins), check.takes
+def find_twin_calls(name: str, cell_sources: Sequence[str], twins: Mapping[str, str]) -> list[str]:
+    """Which of ``twins`` (display name -> dotted path) the notebook's definition of ``name`` hands its work
+    to (``[]``: none). ``cell_sources``: the notebook's code cells, in order (IPython syntax is fine).
+    Nothing is run or imported but ``course_utils``'s own modules (to resolve names); a definition nested
+    beyond Python's recursion limit is a ValueError. By check name: ``registry.twin_calls``."""
     try:
         return list(Analysis(cell_sources, twins).name(name))
     except RecursionError:
