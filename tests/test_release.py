@@ -152,7 +152,7 @@ def _clean_env() -> dict[str, str]:
 
 
 RUN_ALL = """
-import sys, pathlib, nbformat
+import re, sys, pathlib, nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 import course_utils
@@ -164,7 +164,7 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.ipynb")):
         NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
         print("ran", path.name, flush=True)
     except CellExecutionError as err:
-        failed.append(f"{path.name}: {str(err).strip().splitlines()[-1]}")
+        failed.append(f"{path.name}: " + re.sub(r"\x1b\[[0-9;]*m", "", str(err).strip().splitlines()[-1]))
         print("FAILED", path.name, flush=True)
 print("FAILURES:" + repr(failed))
 """
