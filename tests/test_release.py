@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
 import re
@@ -139,9 +141,11 @@ def _student_venv(release_dir: Path, where: Path) -> Path:
     # plain lines, not `import site` lines: this environment's own .pth files (an editable course_utils
     # pointing at the maintainers' checkout) are not processed, so only the release's course_utils exists
     (Path(site) / "_third_party.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
-    env = _clean_env()
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-index", "-e", str(release_dir)], check=True, env=env, cwd=where)
+    # With setuptools here, the build needs nothing from the network; without it (a venv made by a recent
+    # Python has none), pip fetches the build backend pyproject.toml names, as a student's pip would.
+    offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", *offline, "-e", str(release_dir)],
+                   check=True, env=_clean_env(), cwd=where)
     return python
 
 
@@ -151,12 +155,14 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-RUN_ALL = """
+RUN_ALL = r"""
 import re, sys, pathlib, nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-import course_utils
-print("course_utils from", course_utils.__file__, flush=True)
+probe = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+    "import sys, course_utils; print(sys.prefix); print(course_utils.__file__)")])
+NotebookClient(probe, timeout=600, kernel_name="python3").execute()
+print("KERNEL:" + repr(probe.cells[0].outputs[0]["text"].split()), flush=True)
 failed = []
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*.ipynb")):
     nb = nbformat.read(path, as_version=4)
@@ -182,6 +188,8 @@ def test_the_release_runs_every_notebook_to_the_end_in_a_fresh_environment(built
     done = subprocess.run([str(python), "-c", RUN_ALL, str(built / "notebooks")], capture_output=True, text=True,
                           env=_clean_env(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+    prefix, package = ast.literal_eval(done.stdout.split("KERNEL:", 1)[1].splitlines()[0])  # the notebooks' kernel, not this driver
+    assert Path(prefix).resolve() == (tmp_path / "venv").resolve() and Path(package).resolve().is_relative_to(built.resolve())
     ran = [line for line in done.stdout.splitlines() if line.startswith("ran ")]
     failed = done.stdout.rsplit("FAILURES:", 1)[-1].strip()
     assert failed == "[]", failed
