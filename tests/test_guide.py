@@ -45,3 +45,12 @@ def test_the_readmes_table_is_up_to_date_and_read_by_the_site():
     rows = site.readme_rows(text)
     assert [row.path for row in rows] == [f"notebooks/{e.stem}.ipynb" for e in guide.NOTEBOOKS]
     assert all(row.teaches for row in rows)
+
+
+def test_every_core_lesson_fits_one_sitting():
+    """A core lesson reads in at most 45 minutes by the guide's own estimate (issue: one sitting)."""
+    from course_utils.helpers.course_map import NOTEBOOKS
+
+    long = {e.key: guide.reading_minutes(guide.ROOT / "notebooks" / "solutions" / f"{e.stem}.ipynb")
+            for e in NOTEBOOKS if e.kind.startswith("core")}
+    assert all(minutes <= 45 for minutes in long.values()), {k: m for k, m in long.items() if m > 45}

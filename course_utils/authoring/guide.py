@@ -9,7 +9,8 @@ Run times come from ``nbtools benchmark`` (``authoring/benchmark.py``; the first
 first table: wall seconds on one core and peak memory per notebook; for an exercise, its solution
 notebook is what a finished student notebook costs).
 A notebook not measured yet keeps its previous figure, or shows TO BE MEASURED. Reading time is
-estimated from word counts: prose at 200 words a minute plus code at 10 lines a minute.
+estimated from word counts: prose at 200 words a minute plus code at 10 lines a minute (figures and
+drawings not counted).
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ UNMEASURED = "TO BE MEASURED"
 WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 200, 10
 
 def reading_minutes(path: Path) -> int:
-    """Estimated minutes to read a notebook's prose and code, rounded up to 5."""
+    """Estimated minutes to read a notebook's prose and code, rounded up to 5. A drawing counts as a plotted
+    figure does, not at all: its embedded ``<img>`` (alt text for screen readers, a data URL) is no prose."""
     nb = nbformat.read(path, as_version=4)
-    words = sum(len(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    words = sum(len(re.sub(r"<img[^>]*>|<!--.*?-->", " ", c.source, flags=re.S).split())
+                for c in nb.cells if c.cell_type == "markdown")
     code = sum(len([line for line in c.source.splitlines() if line.strip()]) for c in nb.cells if c.cell_type == "code")
     minutes = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
     return int(-(-minutes // 5) * 5)
