@@ -253,3 +253,14 @@ def test_a_failing_case_is_named_with_its_sizes_and_mask(capsys):
     result = check_pre_norm_block(_variant(mask_on=False), seed=3)
     assert "causal mask" in result.case and "d_model 32" in result.case
     capsys.readouterr()
+
+
+def test_pre_norm_block_names_a_result_of_another_dtype(capsys):
+    """A float64 out would make the notebook's next cell (torch.allclose) raise: the checker names the dtype."""
+    def in_float64(block, x, mask=None):
+        out, weights = pre_norm(block, x, mask)
+        return out.double(), weights
+
+    result = check_pre_norm_block(in_float64, seed=0)
+    capsys.readouterr()
+    assert result.status != "correct" and "float64" in result.message and "bug in the checker" not in result.message

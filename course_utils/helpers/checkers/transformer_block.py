@@ -11,10 +11,10 @@ from collections.abc import Callable
 import torch
 
 from ...core.transformer import TransformerBlock
-from .compare import Answers, call_unchanged, close, largest_difference
+from .compare import ALLCLOSE, Answers, call_unchanged, close, expect_like, largest_difference
 from .fixtures import course_module
 from .registry import register
-from .report import Hint, expect_tensor, failing_case, generator, kind_of
+from .report import Hint, failing_case, generator, kind_of
 
 NOTEBOOK = "09b_transformer_block"
 TWINS = {"TransformerBlock": "course_utils.core.transformer.TransformerBlock",
@@ -101,12 +101,12 @@ def check_pre_norm_block(fn: Callable, seed: int) -> None:
                            "and block.ffn.")
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 raise Hint(f"return a pair (out, weights), as the block does; got {kind_of(got)}.")
-            out = expect_tensor(got[0], "out (the first thing returned)")
-            w = expect_tensor(got[1], "weights (the second thing returned)")
+            out = expect_like(got[0], x, "out (the first thing returned)", name, why=ALLCLOSE)
+            w = expect_like(got[1], x, "weights (the second thing returned)", name, why=ALLCLOSE)
             if out.shape != want.shape:
                 raise Hint(f"out should have x's shape {tuple(want.shape)}, got {tuple(out.shape)}.")
-            outs.add(name, out.to(x.dtype), want, lambda a=(block, x, mask): _block_mistakes(*a))
-            weights.add(name, w.to(x.dtype), want_w)
+            outs.add(name, out, want, lambda a=(block, x, mask): _block_mistakes(*a))
+            weights.add(name, w, want_w)
     with torch.no_grad():
         outs.verdict()
     weights.verdict()
