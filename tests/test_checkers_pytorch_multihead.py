@@ -4,7 +4,6 @@ agrees with the checker's verdict."""
 
 import pytest
 import torch
-from torch import nn
 
 from course_utils import MultiHeadAttention, causal_mask, to_torch_multihead
 from course_utils.helpers.checkers.pytorch_multihead import _cases, check_torch_attn_mask

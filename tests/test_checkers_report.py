@@ -457,7 +457,7 @@ def test_a_type_the_task_demands_is_named_when_rejected(capsys):
 
 def test_patching_the_checkers_in_a_notebook_namespace_changes_nothing_elsewhere(capsys):
     notebook = {}
-    exec(
+    exec(  # noqa: S102 (a notebook namespace, as a student's kernel runs it)
         "from course_utils.helpers.checkers import check_causal_mask, check_token_accuracy\n"
         "check_causal_mask = lambda fn: print('[correct] causal_mask: well done') or True\n"
         "check_token_accuracy = lambda fn: True\n"

@@ -215,7 +215,7 @@ def test_a_remote_stand_in_is_not_read():
 def test_every_registered_twin_names_a_course_object():
     pending = {"course_utils.core.multihead.split_heads"}  # lesson 03's reference, to come with its notebook
     for check in checkers.CHECKS.values():
-        for display, path in check.twins:
+        for _display, path in check.twins:
             module, _, name = path.rpartition(".")
             obj = getattr(importlib.import_module(module), name, None)
             if path in pending and obj is None:

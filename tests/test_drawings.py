@@ -266,7 +266,7 @@ def test_every_drawing_embedded_in_the_course_equals_its_file_and_has_alt_text()
 @pytest.mark.parametrize("name", NAMES)
 def test_labels_do_not_overlap(name):
     boxes = []
-    for x, anchor, w, size, text in _texts(_root(name)):
+    for x, anchor, w, _size, text in _texts(_root(name)):
         left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
         boxes.append((left, left + w, text))
     ys = [float(t.get("y")) - 0.36 * float(t.get("font-size")) for t in _root(name).iter(f"{SVG}text")]

@@ -242,7 +242,7 @@ def test_decoder_step_hides_future_steps_and_shows_the_current_row():
     (ax,) = bar_axes(fig)
     np.testing.assert_allclose(heights(ax), w[1].numpy(), atol=1e-6)
     j = int(np.argmax(w[1].numpy()))
-    assert f"writes 'b'" in ax.get_title() and f"source {j} '{SRC[j]}'" in ax.get_title()
+    assert "writes 'b'" in ax.get_title() and f"source {j} '{SRC[j]}'" in ax.get_title()
     assert fig.axes[0].get_title() == "output so far: c b"
 
 

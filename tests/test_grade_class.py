@@ -4,7 +4,8 @@ submissions that are symbolic links or huge files, graded by the command as an i
 Every attack of issues 25 and 30 (``attack-*``) grades 0 on its tasks (a copy of the course's code, or
 a disguised call of the course's function, is graded on what it computes, and flagged); folders and
 files with odd names (a formula, a newline and HTML, Latin-1 bytes and a terminal escape) are graded
-like any other, and grades.csv and the reports are checked for formulas, raw HTML and control characters; every other row is what it would be without the attacks, and
+like any other, and grades.csv and the reports are checked for formulas, raw HTML and control characters;
+every other row is what it would be without the attacks, and
 nothing outside each submission's private folder changes: not the course, not the other submissions,
 not the grades. The attacks on files need the sandbox (bubblewrap, or a separate user for writes):
 without it they are left out of the class and their tests skip, except in CI, where they fail."""

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -337,7 +338,7 @@ def test_no_pickle_anywhere():
     import ast
 
     for module in (Codec.__module__, Endpoint.__module__):
-        tree = ast.parse(open(sys.modules[module].__file__, encoding="utf-8").read())
+        tree = ast.parse(Path(sys.modules[module].__file__).read_text(encoding="utf-8"))
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
             a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
         assert not {"pickle", "marshal", "dill", "cloudpickle"} & names, module

@@ -40,7 +40,8 @@ OWN = re.compile(rf"(?:[Ss]ections?\s+|§\s?)({SEC}(?:(?:,\s*|\s+and\s+|\s+or\s+
 NAMED = re.compile(rf"{WORD}s?\s+\[?({NN}){LINK}((?:(?:,\s*|\s+and\s+|\s+or\s+|\s*[–-]\s*|\s+to\s+)\[?{NN}\b{LINK})*)")
 FILE_LINK = re.compile(r"\]\(([^)\s:#]+\.ipynb)(?:#[^)]*)?\)")
 # the stop hook's pattern (/work/shared/hooks/before-stop), kept as it is: this test is at least as strict
-XREF = re.compile(r"(?:(?:[Nn]otebook|[Ll]esson|[Ee]xercise)s?\s+\[?(\d\d[a-z]?)\]?(?:\([^)]*\))?(?:'s)?,?\s+)?(?:[Ss]ection|§)\s?(\d+(?:\.\d+)*)")
+XREF = re.compile(r"(?:(?:[Nn]otebook|[Ll]esson|[Ee]xercise)s?\s+\[?(\d\d[a-z]?)\]?(?:\([^)]*\))?(?:'s)?,?\s+)?"
+                  r"(?:[Ss]ection|§)\s?(\d+(?:\.\d+)*)")
 
 # A notebook named for a topic must teach it: the topic's words in its headings (or its title).
 TOPICS = {

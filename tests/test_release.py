@@ -43,7 +43,8 @@ def test_release_has_no_solutions_tests_or_tooling(built):
     assert not (built / "tests").exists()
     assert not any((built / "course_utils" / room).exists() for room in ("authoring", "studies", "grading"))
     assert not (built / "docs").exists(), "the website's sources need the tooling, which is not released"
-    assert not any(f"course_utils.{room}" in (built / "pyproject.toml").read_text(encoding="utf-8") for room in ("authoring", "studies", "grading"))
+    pyproject = (built / "pyproject.toml").read_text(encoding="utf-8")
+    assert not any(f"course_utils.{room}" in pyproject for room in ("authoring", "studies", "grading"))
     nb = json.loads((built / "notebooks" / "05_causal_mask.ipynb").read_text(encoding="utf-8"))
     assert nb["metadata"]["course"]["role"] == "student"
     assert "NotImplementedError" in "".join("".join(c["source"]) for c in nb["cells"])
@@ -87,7 +88,8 @@ def test_a_course_where_every_task_has_a_twin_releases_cleanly(tmp_path):
     (root / "course_utils" / "core" / "masks.py").write_text("def causal_mask(n):\n    return torch.ones(n, n).tril()\n", encoding="utf-8")
     solutions = root / "notebooks" / "solutions"
     region = "    ### BEGIN SOLUTION\n{}\n    ### END SOLUTION"
-    _notebook(solutions / "05_a.ipynb", "def a(n):\n" + region.format("    mask = causal_mask(n)\n    out = mask.float().cumsum(-1)\n    return out"))
+    _notebook(solutions / "05_a.ipynb",
+              "def a(n):\n" + region.format("    mask = causal_mask(n)\n    out = mask.float().cumsum(-1)\n    return out"))
     _notebook(solutions / "06_b.ipynb", "big_mask = causal_mask(n)", "def b(x):\n" + region.format("    return torch.ones(n, n).tril()"))
     _notebook(solutions / "02_c.ipynb", "def c(w):\n" + region.format("    share = w.diagonal(offset=1).mean()\n    return share"))
     for path in solutions.glob("*.ipynb"):

@@ -14,7 +14,6 @@ NumPy integers count as integers, bools do not.
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from collections.abc import Callable
 

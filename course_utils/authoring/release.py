@@ -4,8 +4,9 @@
 
 OUT_DIR (new or empty) gets the committed files of the course except the instructors' ones:
 ``notebooks/solutions/`` (every solution twin), ``tests/`` (the checkers' test banks hold correct
-answers), ``course_utils/authoring/``, ``studies/`` and ``grading/`` (maintainers' rooms), ``docs/`` (the website's sources,
-which need the tooling), ``.ci/``, ``conftest.py`` and ``INSTRUCTORS.md``. The release keeps the student notebooks, the lessons, the package, the data,
+answers), ``course_utils/authoring/``, ``studies/`` and ``grading/`` (maintainers' rooms), ``docs/``
+(the website's sources, which need the authoring room), ``.ci/``, ``conftest.py`` and ``INSTRUCTORS.md``.
+The release keeps the student notebooks, the lessons, the package, the data,
 the README, the licence and the citation. Then it checks itself (``leaks``) and fails if a line
 of a solution region is in it that the course does not publish anyway.
 
@@ -27,7 +28,8 @@ from .student_versions import BEGIN, END
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "notebooks" / "solutions"
-LEFT_OUT = ("notebooks/solutions/", "tests/", "course_utils/authoring/", "course_utils/studies/", "course_utils/grading/", "docs/", ".ci/", ".github/")
+MAINTAINERS_ROOMS = ("authoring", "studies", "grading")  # course_utils/<room>/: no notebook imports them
+LEFT_OUT = ("notebooks/solutions/", "tests/", *(f"course_utils/{room}/" for room in MAINTAINERS_ROOMS), "docs/", ".ci/", ".github/")
 LEFT_OUT_FILES = {"conftest.py", "INSTRUCTORS.md", ".gitignore"}
 SKIPPED_PARTS = {".git", ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
 
@@ -132,7 +134,7 @@ def build(out: Path, root: Path = ROOT) -> list[str]:
     pyproject = out / "pyproject.toml"
     if pyproject.exists():  # the instructors' commands are not in the release
         text = pyproject.read_text(encoding="utf-8")
-        kept = [line for line in text.splitlines() if not any(f"course_utils.{room}" in line for room in ("authoring", "studies", "grading"))]
+        kept = [line for line in text.splitlines() if not any(f"course_utils.{room}" in line for room in MAINTAINERS_ROOMS)]
         pyproject.write_text("\n".join(kept) + "\n", encoding="utf-8")
     return files
 

@@ -205,7 +205,8 @@ def _grams(tokens: list[str], k: int = 5) -> set[int]:
 @lru_cache(maxsize=1)
 def course_functions() -> list[tuple[str, int, set[int], str]]:
     """(qualified name, token count, 5-grams, exact shape) of every function of the package a student could copy:
-    not the maintainers' rooms (authoring, studies, grading), and not the checkers, whose reference answers are what a right answer naturally looks like."""
+    not the maintainers' rooms (authoring, studies, grading), and not the checkers, whose reference answers are
+    what a right answer naturally looks like."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if {"authoring", "studies", "grading", "checkers"} & set(path.parts) or "__pycache__" in path.parts:

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
-import numpy as np
 import torch
 
 from course_utils.models.data_files import data_path

@@ -59,7 +59,7 @@ class _LiveTensors(TorchDispatchMode):
             given = []  # memory torch allocated for Python data just now (NumPy's memory, from_numpy, is not resizable)
         inputs = {_storage_key(part) for t in given for part in _parts(t)}
         out = func(*args, **kwargs)
-        for t in (part for t in tree_leaves(out) if isinstance(t, torch.Tensor) for part in _parts(t)):
+        for t in (part for leaf in tree_leaves(out) if isinstance(leaf, torch.Tensor) for part in _parts(leaf)):
             key, size = _storage_key(t), t.untyped_storage().nbytes()
             if key in inputs or key in self.storages or not size:
                 continue  # a view of (or a write into) a tensor that exists already: nothing new

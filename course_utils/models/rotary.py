@@ -47,7 +47,8 @@ def apply_rope_halves(x: Tensor, offset: int = 0, base: float = 10000.0) -> Tens
 
 def halves_permutation(d: int, device: torch.device | str | None = None) -> Tensor:
     """The features ``[0, 2, 4, ..., d-2, 1, 3, ..., d-1]``: ``x[..., perm]`` puts each adjacent pair
-    ``(2i, 2i+1)`` at ``(i, i + d/2)``, so ``apply_rope_halves(x[..., perm]) == apply_rope(x)[..., perm]``. ``(d,)``. Built in notebook 17."""
+    ``(2i, 2i+1)`` at ``(i, i + d/2)``, so ``apply_rope_halves(x[..., perm]) == apply_rope(x)[..., perm]``.
+    ``(d,)``. Built in notebook 17."""
     require_positive(d=d)
     if d % 2:
         raise ValueError(f"d must be even (features are rotated in pairs), got d={d}")

@@ -153,7 +153,7 @@ class Trainer:
         wall, cpu = time.perf_counter(), time.process_time()
         generator = torch.Generator().manual_seed(self.seed)  # seeded once, drawn on from epoch to epoch
         self.model.train()
-        for self.epoch in range(1, self.epochs + 1):
+        for self.epoch in range(1, self.epochs + 1):  # noqa: B020 (callbacks read the epoch off the trainer)
             total, count = 0.0, 0
             for batch in self.batches(generator):
                 self._take_step(batch)

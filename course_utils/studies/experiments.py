@@ -41,7 +41,7 @@ from course_utils.models.language_model import (
     sample_windows,
     train_lm,
 )
-from course_utils.models.recall_task import RecallAttention, recall_batch, train_recall
+from course_utils.models.recall_task import RecallAttention, train_recall
 from course_utils.models.repro import seed_everything
 from course_utils.models.seq2seq import Seq2SeqWithAttention
 from course_utils.models.seq2seq_data import heldout_reversal_data, make_reversal_data

@@ -87,7 +87,8 @@ D_MODEL_09, PAIRS_09 = 64, (0, 4, 8, 20)  # lesson 09, section 2: d_model and th
     encoding with d_model = 64 (pairs 0, 4, 8 and 20, the ones the lesson plots); each column is one position
     p = 0, 1, 2, 3, 4 and 10. In every face the hand points at the angle p times omega_i, clockwise from twelve
     o'clock, so its horizontal coordinate is the pair's sine dimension PE(p, 2i) and its vertical coordinate
-    the cosine dimension PE(p, 2i + 1). At position 0 (the shaded faces) every hand points straight up (sine 0, cosine 1): PE(0) = (0, 1, 0, 1, ...). Pair 0
+    the cosine dimension PE(p, 2i + 1). At position 0 (the shaded faces) every hand points straight up (sine 0,
+    cosine 1): PE(0) = (0, 1, 0, 1, ...). Pair 0
     turns 57.3 degrees per position, a full turn every 6.3 positions; pair 4 turns 18.1 degrees, pair 8 turns
     5.7 degrees, and pair 20 only 0.2 degrees per position, so over a few positions it barely moves. Like the
     hands of a clock, fast and slow hands together tell every position apart.""",
@@ -151,7 +152,7 @@ def order_blindness() -> Canvas:
             c.line((x + w / 2, 166), (x + w / 2, 146), sw=1.5)
             c.box(x, 102, w, 40, f"o({word})", role=PARAMETER, size=15)
             centres.setdefault(word, []).append(x + w / 2)
-    for word, (a, b) in centres.items():
+    for _word, (a, b) in centres.items():
         top = 100 - 0.12 * (b - a)  # the longer the span, the higher the arc
         c.path(f"M{a:.1f},100 C{a:.1f},{top:.1f} {b:.1f},{top:.1f} {b:.1f},100", colour=HIGHLIGHT.strong, sw=2,
                dash="6 4")

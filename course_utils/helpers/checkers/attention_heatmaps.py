@@ -166,8 +166,8 @@ def _same(a: float, b) -> bool:
 def check_offset_share(fn: Callable[[torch.Tensor, int], float], seed: int) -> None:
     """Check ``fn(weights (n, m), offset) -> float``: the mean of ``weights[i, i + offset]`` over the queries i
     with ``0 <= i + offset < m``, on 7 fixed cases and 6 hidden random ones (repeat a run with ``seed=``)."""
-    answers = Answers(_same, lambda c: "expected {}, got {}".format(*two_numbers(c.expected, c.got)) + ": the mean of weights[i, i + offset] "
-                                       "over the queries i that have that key (0 <= i + offset < m).")
+    answers = Answers(_same, lambda c: "expected {}, got {}".format(*two_numbers(c.expected, c.got))
+                      + ": the mean of weights[i, i + offset] over the queries i that have that key (0 <= i + offset < m).")
     for description, w, offset in [*_fixed_cases(), *_random_cases(seed)]:
         with failing_case(description):
             got = _check_once(fn, w, offset)

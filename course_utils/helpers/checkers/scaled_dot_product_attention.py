@@ -7,7 +7,7 @@ import torch
 
 from .compare import ALLCLOSE, Answers, call_unchanged, close, expect_like, largest_difference
 from .registry import register
-from .report import Hint, expect_tensor, failing_case, generator, kind_of
+from .report import Hint, failing_case, generator, kind_of
 
 NOTEBOOK = "01_scaled_dot_product_attention"
 
