@@ -11,8 +11,11 @@ layer 2 matches the current token against it.
   Both return a ``CopyBatch``: the tokens and which of them a copy from context can predict.
 - ``AttentionOnlyTransformer``: token and learned position embeddings, ``num_layers`` pre-norm
   causal ``MultiHeadAttention`` layers with residuals, no MLP, a final LayerNorm and a linear read-out.
-- ``copy_accuracy`` (and ``right_predictions``, ``accuracy_by_source``), ``copy_losses``, ``ablate_heads``,
-  ``train_induction``.
+- ``copy_accuracy`` (and ``right_predictions``, ``accuracy_by_source``), ``copy_losses``, ``ablate_heads``
+  (any model's heads, found by ``attention_layers``), ``train_induction``.
+- Circuits read off the weights: ``head_matrices``, ``qk_circuit`` (what a head looks for), ``ov_circuit``
+  (what it writes), and ``without_layer_1``: layer 2's keys (or queries, or values) made without layer 1's
+  output, the causal test of K-composition.
 - The scores of a head, from its weights ``(..., T, T)`` on a repeated block of period L:
   ``previous_token_score`` (weight on key i - 1, for the queries of the first block) and
   ``induction_score`` (weight on key i - L + 1, the token after the earlier occurrence, for the
@@ -34,7 +37,7 @@ from ..core.masks import causal_mask
 from ..core.metrics import offset_share
 from ..core.multihead import MultiHeadAttention
 from ..core.positions import LearnedPositionalEmbedding
-from ..core.validation import require_index_range, require_positive_int, require_tensor, shape_of
+from ..core.validation import is_int, require_index_range, require_positive_int, require_tensor, shape_of
 from .training import train_steps
 
 
@@ -231,17 +234,28 @@ def induction_score(weights: Tensor, period: int) -> Tensor:
     return weights.diagonal(1 - L, dim1=-2, dim2=-1)[..., 1:].mean(dim=-1)  # queries L-1..T-1; drop L-1
 
 
+def attention_layers(model: nn.Module) -> list[MultiHeadAttention]:
+    """The ``MultiHeadAttention`` layers of ``model`` in the order they run (an ``AttentionOnlyTransformer``'s
+    ``attentions``, a ``CausalLM``'s block attentions). TypeError for a model without any. Notebooks 07b, 11b."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    layers = [m for m in model.modules() if isinstance(m, MultiHeadAttention) and m is not model]
+    if not layers:
+        raise TypeError(f"model must hold MultiHeadAttention layers (an AttentionOnlyTransformer or a CausalLM), "
+                        f"got {type(model).__name__}")
+    return layers
+
+
 @contextmanager
-def ablate_heads(model: AttentionOnlyTransformer, heads: Iterable[tuple[int, int]]) -> Iterator[AttentionOnlyTransformer]:
+def ablate_heads(model: nn.Module, heads: Iterable[tuple[int, int]]) -> Iterator[nn.Module]:
     """Inside the ``with`` block, the output of each listed head ``(layer, head)`` is set to zero before
-    that layer's ``W_o`` (its weights are still computed and returned). Layers and heads count from 0.
-    Notebook 07b."""
-    if not isinstance(model, AttentionOnlyTransformer):
-        raise TypeError(f"model must be an AttentionOnlyTransformer, got {type(model).__name__}")
+    that layer's ``W_o`` (its weights are still computed and returned). Layers and heads count from 0;
+    any model with ``MultiHeadAttention`` layers (``attention_layers``). Notebooks 07b, 11b."""
+    attentions = attention_layers(model)
     if not isinstance(heads, Iterable):
         raise TypeError(f"heads must be an iterable of (layer, head) pairs such as [(0, 0)], got {heads!r}")
     heads = sorted(set(map(tuple, heads)))
-    layers, num_heads = len(model.attentions), model.attentions[0].num_heads
+    layers, num_heads = len(attentions), attentions[0].num_heads
 
     def valid(pair: tuple) -> bool:
         return len(pair) == 2 and all(isinstance(v, Integral) and not isinstance(v, bool) for v in pair) and (
@@ -252,7 +266,7 @@ def ablate_heads(model: AttentionOnlyTransformer, heads: Iterable[tuple[int, int
                          f"0..{num_heads - 1}, got {heads}")
     handles = []
     for layer in sorted({layer for layer, _ in heads}):
-        mha = model.attentions[layer]
+        mha = attentions[layer]
         keep = torch.ones(mha.d_model, device=mha.W_o.weight.device, dtype=mha.W_o.weight.dtype)
         for _, i in (pair for pair in heads if pair[0] == layer):
             keep[i * mha.d_k : (i + 1) * mha.d_k] = 0.0  # head i's slice of the concatenated heads
@@ -262,6 +276,71 @@ def ablate_heads(model: AttentionOnlyTransformer, heads: Iterable[tuple[int, int
     finally:
         for handle in handles:
             handle.remove()
+
+
+# --- Circuits: read off the weights ------------------------------------------------------------------
+
+
+def qk_circuit(queries_from: Tensor, keys_from: Tensor, W_Q: Tensor, W_K: Tensor) -> Tensor:
+    """The QK circuit: ``(queries_from W_Q) (keys_from W_K)^T``, the score (before the 1/sqrt(d_k) and the
+    softmax; biases left out, as in Elhage et al.) that a head gives each query input against each key input.
+
+    ``queries_from (n, d_model)``, ``keys_from (m, d_model)``: streams (rows of embeddings, positions, or what
+    an earlier head writes); ``W_Q``, ``W_K (d_model, d_k)`` (``x @ W``). Returns ``(n, m)``. Notebook 07b."""
+    for name, x in (("queries_from", queries_from), ("keys_from", keys_from), ("W_Q", W_Q), ("W_K", W_K)):
+        require_tensor(name, x, ndim=2, floating=True)
+    d, d_k = W_Q.shape
+    if W_K.shape != W_Q.shape or queries_from.shape[1] != d or keys_from.shape[1] != d:
+        raise ValueError(f"need queries_from (n, d), keys_from (m, d), W_Q and W_K (d, d_k), got "
+                         f"{shape_of(queries_from)}, {shape_of(keys_from)}, {shape_of(W_Q)}, {shape_of(W_K)}")
+    return (queries_from @ W_Q) @ (keys_from @ W_K).T
+
+
+def ov_circuit(reads: Tensor, W_V: Tensor, W_O: Tensor, W_U: Tensor) -> Tensor:
+    """The OV circuit: ``reads W_V W_O W_U``, the logits a head adds to the prediction when it attends
+    fully to a position holding each row of ``reads`` (biases and LayerNorm left out).
+
+    ``reads (n, d_model)``, ``W_V (d_model, d_k)``, ``W_O (d_k, d_model)``, ``W_U (d_model, V)``. Returns
+    ``(n, V)``. Notebook 07b."""
+    for name, x in (("reads", reads), ("W_V", W_V), ("W_O", W_O), ("W_U", W_U)):
+        require_tensor(name, x, ndim=2, floating=True)
+    if not reads.shape[1] == W_V.shape[0] == W_O.shape[1] == W_U.shape[0] or W_V.shape[1] != W_O.shape[0]:
+        raise ValueError(f"need reads (n, d), W_V (d, d_k), W_O (d_k, d), W_U (d, V), got {shape_of(reads)}, "
+                         f"{shape_of(W_V)}, {shape_of(W_O)}, {shape_of(W_U)}")
+    return reads @ W_V @ W_O @ W_U
+
+
+def head_matrices(model: nn.Module, layer: int, head: int = 0) -> dict[str, Tensor]:
+    """Head ``head`` of layer ``layer`` (from 0) as matrices acting on a row ``x`` (``x @ W``): ``W_Q``,
+    ``W_K``, ``W_V (d_model, d_k)`` and ``W_O (d_k, d_model)``, detached. Notebook 07b."""
+    attentions = attention_layers(model)
+    if not (is_int(layer) and 0 <= layer < len(attentions) and is_int(head) and 0 <= head < attentions[0].num_heads):
+        raise ValueError(f"need layer in 0..{len(attentions) - 1} and head in 0..{attentions[0].num_heads - 1}, "
+                         f"got layer={layer!r}, head={head!r}")
+    mha = attentions[layer]
+    rows = slice(head * mha.d_k, (head + 1) * mha.d_k)
+    return {"W_Q": mha.W_q.weight[rows].detach().T, "W_K": mha.W_k.weight[rows].detach().T,
+            "W_V": mha.W_v.weight[rows].detach().T, "W_O": mha.W_o.weight[:, rows].detach().T}
+
+
+@torch.no_grad()
+def without_layer_1(model: AttentionOnlyTransformer, tokens: Tensor, part: str = "key") -> Tensor:
+    """Logits ``(B, T, V)`` of a 2-layer ``model`` in which layer 2's ``part`` (``"query"``, ``"key"`` or
+    ``"value"``) is made from the stream *without* layer 1's output (token + position only); the other two
+    parts see the full stream, as usual. ``part="key"`` tests K-composition (Elhage et al. 2021). Notebook 07b."""
+    if not isinstance(model, AttentionOnlyTransformer) or len(model.attentions) != 2:
+        raise TypeError("model must be an AttentionOnlyTransformer with 2 layers")
+    if part not in ("query", "key", "value"):
+        raise ValueError(f"part must be 'query', 'key' or 'value', got {part!r}")
+    require_tensor("tokens", tokens, ndim=2, integer=True)
+    require_index_range("tokens", tokens, 0, model.vocab_size)
+    mask = causal_mask(tokens.shape[1], device=tokens.device)
+    x0 = model.position(model.token_embedding(tokens))  # (B, T, d_model): no layer yet
+    x1 = x0 + model.attentions[0](*(model.norms[0](x0),) * 3, mask)[0]
+    full, bare = model.norms[1](x1), model.norms[1](x0)
+    inputs = [bare if part == name else full for name in ("query", "key", "value")]
+    x2 = x1 + model.attentions[1](*inputs, mask)[0]
+    return model.head(model.norm(x2))
 
 
 def train_induction(model: AttentionOnlyTransformer, *, steps: int, length: int = 48,
