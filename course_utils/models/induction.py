@@ -382,3 +382,16 @@ def train_induction(model: AttentionOnlyTransformer, *, steps: int, length: int 
     history["loss"] = train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, on_step=on_step,
                                   stop_when=stop_when, target=target, check_every=check_every, name=name)
     return history
+
+
+def copy_accuracies(logits: Tensor, tokens: Tensor, period: int) -> tuple[float, float]:
+    """Accuracy on the first and the second copy of ``tokens (B, 2L)`` (a block of ``period`` L, then the same L
+    again), from ``logits (B, 2L, V)`` (position t predicts token t + 1): the share of tokens 1..L-1, and of
+    tokens L+1..2L-1, whose top prediction is right. Token L, the first of the copy, is in neither. Notebook 11b."""
+    require_tensor("logits", logits, ndim=3, floating=True)
+    require_tensor("tokens", tokens, ndim=2, integer=True)
+    if not is_int(period) or period < 2 or tokens.shape[1] != 2 * period or logits.shape[:2] != tokens.shape:
+        raise ValueError(f"need period L >= 2, tokens (B, 2L) and logits (B, 2L, V), got L={period!r}, "
+                         f"{shape_of(tokens)}, {shape_of(logits)}")
+    right = (logits[:, :-1].argmax(-1) == tokens[:, 1:].to(logits.device)).float()  # right[:, t - 1]: token t
+    return right[:, : period - 1].mean().item(), right[:, period:].mean().item()

@@ -311,3 +311,4 @@ def check_ov_circuit(fn: Callable, seed: int) -> None:
     """Check ``fn(reads (n, d), W_V (d, d_k), W_O (d_k, d), W_U (d, V)) -> (n, V)``, the OV circuit
     ``reads @ W_V @ W_O @ W_U``."""
     _check_circuit(fn, seed, ov=True)
+
