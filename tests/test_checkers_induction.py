@@ -198,3 +198,148 @@ def test_an_answer_that_only_calls_the_course_function_is_told_to_write_it():
 
     result = check_induction_score(induction_score, seed=0)
     assert result.status == "wrong" and "course's own induction_score" in result.message
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks 2 and 3: the QK and OV circuits.
+
+from course_utils.helpers.checkers.induction_heads import check_ov_circuit, check_qk_circuit  # noqa: E402
+from course_utils.models.circuits import ov_circuit, qk_circuit  # noqa: E402
+
+
+def qk_in_one_go(xq, xk, wq, wk):
+    return xq @ wq @ wk.T @ xk.T
+
+
+def qk_einsum(xq, xk, wq, wk):
+    return torch.einsum("nd,de,mf,fe->nm", xq, wq, xk, wk)
+
+
+def qk_numpy(xq, xk, wq, wk):
+    return (xq.numpy() @ wq.numpy()) @ (xk.numpy() @ wk.numpy()).T
+
+
+def ov_right_to_left(x, wv, wo, wu):
+    return x @ (wv @ (wo @ wu))
+
+
+def ov_numpy(x, wv, wo, wu):
+    return x.numpy() @ wv.numpy() @ wo.numpy() @ wu.numpy()
+
+
+@pytest.mark.parametrize("fn", [qk_in_one_go, qk_einsum, qk_numpy], ids=lambda fn: fn.__name__)
+def test_right_qk_circuits_pass(capsys, fn):
+    for seed in SEEDS:
+        assert check_qk_circuit(fn, seed=seed).status == "correct", capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn", [ov_right_to_left, ov_numpy], ids=lambda fn: fn.__name__)
+def test_right_ov_circuits_pass(capsys, fn):
+    for seed in SEEDS:
+        assert check_ov_circuit(fn, seed=seed).status == "correct", capsys.readouterr().out
+
+
+QK_WRONG = [
+    (lambda xq, xk, wq, wk: (xk @ wk) @ (xq @ wq).T, "transpose"),
+    (lambda xq, xk, wq, wk: (xq @ wq) @ (xk @ wk).T / wq.shape[1] ** 0.5, "1/sqrt(d_k)"),
+    (lambda xq, xk, wq, wk: torch.softmax((xq @ wq) @ (xk @ wk).T, -1), "no softmax"),
+    (lambda xq, xk, wq, wk: (xq @ wq) @ (xk @ wq).T, "used W_Q for both"),
+    (lambda xq, xk, wq, wk: (xq @ wk) @ (xk @ wq).T, "swapped"),
+    (lambda xq, xk, wq, wk: ((xq @ wq) @ (xk @ wk).T).nan_to_num(0.0), "NaN"),
+]
+OV_WRONG = [
+    (lambda x, wv, wo, wu: (x @ wv @ wo @ wu).T, "transpose"),
+    (lambda x, wv, wo, wu: torch.softmax(x @ wv @ wo @ wu, -1), "no softmax"),
+    (lambda x, wv, wo, wu: x @ wv @ wu, "through W_O"),
+    (lambda x, wv, wo, wu: x @ wo @ wv @ wu, "W_V comes first"),
+    (lambda x, wv, wo, wu: (x @ wv @ wo @ wu).nan_to_num(0.0), "NaN"),
+]
+
+
+@pytest.mark.parametrize("check, wrong, words", [(check_qk_circuit, *w) for w in QK_WRONG]
+                         + [(check_ov_circuit, *w) for w in OV_WRONG], ids=lambda v: v if isinstance(v, str) else "")
+def test_circuit_mistakes_get_their_hint(capsys, check, wrong, words):
+    for seed in SEEDS:
+        result = check(wrong, seed=seed)
+        assert result.status == "wrong" and words in result.hint, (seed, capsys.readouterr().out)
+
+
+def test_circuit_checkers_refuse_in_place_changes_and_wrong_types(capsys):
+    def in_place(xq, xk, wq, wk):
+        return (xq.mul_(1.0) @ wq) @ (xk.add_(1.0) @ wk).T
+
+    assert "in place" in check_qk_circuit(in_place, seed=0).hint
+    assert "torch.Tensor" in check_ov_circuit(lambda x, wv, wo, wu: (x @ wv @ wo @ wu).tolist(), seed=0).hint
+    assert check_qk_circuit(lambda *a: (_ for _ in ()).throw(NotImplementedError()), seed=0).status == "not done"
+
+
+def test_the_circuit_references_are_the_course_functions():
+    from course_utils.helpers.checkers.induction_heads import _circuit_cases, _ov_reference, _qk_reference
+
+    for seed in range(5):
+        for _, args in _circuit_cases(seed, ov=False):
+            torch.testing.assert_close(_qk_reference(*args), qk_circuit(*args), equal_nan=True)
+        for _, args in _circuit_cases(seed, ov=True):
+            torch.testing.assert_close(_ov_reference(*args), ov_circuit(*args), equal_nan=True)
+
+
+def test_the_circuits_reject_bad_shapes():
+    with pytest.raises(ValueError, match="W_Q and W_K"):
+        qk_circuit(torch.ones(3, 4), torch.ones(5, 4), torch.ones(4, 2), torch.ones(4, 3))
+    with pytest.raises(ValueError, match="W_V"):
+        ov_circuit(torch.ones(3, 4), torch.ones(4, 2), torch.ones(3, 4), torch.ones(4, 7))
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 11b's task: copy_accuracies.
+
+from course_utils.helpers.checkers.induction_heads_in_text import _copy_cases, _copy_reference, check_copy_accuracies  # noqa: E402
+from course_utils.models.induction import copy_accuracies  # noqa: E402
+
+
+def copy_with_shift(logits, tokens, period):
+    right = (logits[:, :-1].argmax(-1) == tokens[:, 1:]).float()
+    return right[:, : period - 1].mean(), right[:, period:].mean()
+
+
+def copy_with_a_loop(logits, tokens, period):
+    guesses = logits.argmax(-1)
+    first = [float(guesses[b, t - 1] == tokens[b, t]) for b in range(len(tokens)) for t in range(1, period)]
+    second = [float(guesses[b, t - 1] == tokens[b, t]) for b in range(len(tokens)) for t in range(period + 1, 2 * period)]
+    return sum(first) / len(first), sum(second) / len(second)
+
+
+def copy_with_softmax(logits, tokens, period):
+    return copy_with_shift(torch.softmax(logits.double(), -1), tokens, period)
+
+
+@pytest.mark.parametrize("fn", [copy_with_shift, copy_with_a_loop, copy_with_softmax], ids=lambda fn: fn.__name__)
+def test_right_copy_accuracies_pass(capsys, fn):
+    for seed in SEEDS:
+        assert check_copy_accuracies(fn, seed=seed).status == "correct", capsys.readouterr().out
+
+
+COPY_WRONG = [
+    (lambda lg, tk, L: ((lg.argmax(-1) == tk).float()[:, 1:L].mean(), (lg.argmax(-1) == tk).float()[:, L + 1 :].mean()),
+     "t + 1"),
+    (lambda lg, tk, L: tuple(reversed(copy_with_shift(lg, tk, L))), "swapped"),
+    (lambda lg, tk, L: (copy_with_shift(lg, tk, L)[0],
+                        (lg[:, :-1].argmax(-1) == tk[:, 1:]).float()[:, L - 1 :].mean()), "is counted"),
+    (lambda lg, tk, L: ((lg[:, :-1].argmax(-1) == tk[:, 1:]).float()[:, :L].mean(), copy_with_shift(lg, tk, L)[1]),
+     "belongs to the second copy"),
+]
+
+
+@pytest.mark.parametrize("wrong, words", COPY_WRONG, ids=[w for _, w in COPY_WRONG])
+def test_copy_mistakes_get_their_hint(capsys, wrong, words):
+    for seed in SEEDS:
+        result = check_copy_accuracies(wrong, seed=seed)
+        assert result.status == "wrong" and words in result.hint, (seed, capsys.readouterr().out)
+
+
+def test_copy_reference_is_the_course_function_and_it_checks_its_input():
+    for seed in range(5):
+        for _, logits, tokens, L in _copy_cases(seed):
+            assert _copy_reference(logits, tokens, L) == pytest.approx(copy_accuracies(logits, tokens, L))
+    with pytest.raises(ValueError, match="2L"):
+        copy_accuracies(torch.zeros(2, 7, 3), torch.zeros(2, 7, dtype=torch.long), 3)

@@ -223,3 +223,67 @@ def test_the_stored_study_holds_the_lessons_claims_and_is_what_the_package_train
     losses = train_induction(model, steps=S.PREFIX_STEPS, length=s["length"], period=tuple(s["period"]),
                              batch_size=s["batch_size"], lr=s["lr"], seed=0)["loss"]
     assert losses == pytest.approx(study["seeds"]["0"]["two_layers"]["first_losses"], abs=1e-4)
+
+
+# --- circuits and K-composition (07b sections 7 and 8), ablation of any model's heads (11b) -------------
+
+from course_utils.models.circuits import head_matrices, ov_circuit, qk_circuit, without_layer_1  # noqa: E402
+from course_utils.models.induction import attention_layers  # noqa: E402
+from course_utils.models.language_model import CausalLM  # noqa: E402
+
+
+def test_head_matrices_give_the_scores_the_head_computes():
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(11, 8, d_model=12, num_layers=2, num_heads=3)
+    mha = model.attentions[1]
+    for lin in (mha.W_q, mha.W_k):
+        torch.nn.init.zeros_(lin.bias)
+    x = torch.randn(5, 12)
+    Q, K = mha.split_heads(mha.W_q(x[None])), mha.split_heads(mha.W_k(x[None]))  # (1, h, 5, d_k)
+    for head in range(3):
+        W = head_matrices(model, 1, head)
+        torch.testing.assert_close(qk_circuit(x, x, W["W_Q"], W["W_K"]), Q[0, head] @ K[0, head].T)
+        assert W["W_V"].shape == (12, 4) and W["W_O"].shape == (4, 12)
+    with pytest.raises(ValueError):
+        head_matrices(model, 2, 0)
+    with pytest.raises(ValueError):
+        head_matrices(model, 0, 3)
+
+
+def test_ov_circuit_is_the_product_in_order():
+    g = torch.Generator().manual_seed(0)
+    x, wv, wo, wu = (torch.randn(s, generator=g) for s in ((3, 6), (6, 2), (2, 6), (6, 9)))
+    torch.testing.assert_close(ov_circuit(x, wv, wo, wu), x @ wv @ wo @ wu)
+
+
+def test_without_layer_1_is_the_model_when_layer_1_writes_nothing_and_differs_otherwise():
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(13, 10, d_model=16, num_layers=2).eval()
+    tokens = torch.randint(13, (4, 10))
+    full, _ = model(tokens)
+    for part in ("query", "key", "value"):
+        assert not torch.allclose(without_layer_1(model, tokens, part), full, atol=1e-4)
+    with torch.no_grad():
+        model.attentions[0].W_o.weight.zero_()
+        model.attentions[0].W_o.bias.zero_()
+    full, _ = model(tokens)
+    for part in ("query", "key", "value"):
+        torch.testing.assert_close(without_layer_1(model, tokens, part), full)
+    with pytest.raises(ValueError):
+        without_layer_1(model, tokens, "keys")
+    with pytest.raises(TypeError):
+        without_layer_1(AttentionOnlyTransformer(13, 10, d_model=16, num_layers=1), tokens)
+
+
+def test_ablate_heads_works_on_a_causal_lm_and_restores_it():
+    torch.manual_seed(0)
+    model = CausalLM(7, 12, d_model=16, num_heads=2, num_layers=2).eval()
+    assert len(attention_layers(model)) == 2
+    tokens = torch.randint(7, (2, 12))
+    before, _ = model(tokens)
+    with ablate_heads(model, [(1, 0), (1, 1)]):
+        off, _ = model(tokens)
+    after, _ = model(tokens)
+    assert not torch.allclose(off, before) and torch.equal(after, before)
+    with pytest.raises(TypeError):
+        attention_layers(torch.nn.Linear(2, 2))

@@ -1,5 +1,5 @@
 """The plots of lesson 07b (induction heads): the phase change, heads with the copy boundary marked,
-and where along the sequence the circuit works."""
+the QK and OV circuits read off the weights, and where along the sequence the circuit works."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from .palette import HIGHLIGHT, INK, MUTED
-from .plotting import plot_attention
+from .palette import HIGHLIGHT, INK, MUTED, VALUE
+from .plotting import colour_query_key, plot_attention
 
 # Lines that are neither queries, keys nor values: the palette's neutrals and its highlight, told apart by
 # their dashes and markers too (the query, key and value colours keep their meaning in every figure).
@@ -107,4 +107,34 @@ def plot_along_the_sequence(previous: Sequence[float], by_source: Mapping[str, S
     for ax in (left, right):
         ax.axvline(last_trained, color=MUTED, ls=":", lw=1.2)
     right.legend(frameon=False)
+    return fig
+
+
+def plot_circuits(panels: Sequence[Mapping]) -> Figure:
+    """Circuits read off the weights, side by side: each panel a dict with ``matrix`` ``(n, m)`` (a tensor or
+    array), ``title``, ``rows`` and ``columns`` (the axis labels) and ``kind``: ``"qk"`` (rows are what the
+    query is made from, columns what the key is made from: the query and key colours) or ``"ov"`` (rows are
+    what the head reads, in the value colour; columns the predicted token). Each panel has its own colour
+    scale, its largest entry in each row marked with a white dot."""
+    if not isinstance(panels, Sequence) or not panels:
+        raise TypeError("panels must be a non-empty list of dicts with matrix, title, rows, columns, kind")
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 4.2), squeeze=False, constrained_layout=True)
+    for ax, panel in zip(axes[0], panels):
+        matrix = np.asarray(_numpy(panel["matrix"]), dtype=float)
+        if matrix.ndim != 2 or panel.get("kind") not in ("qk", "ov"):
+            raise ValueError(f"a panel needs a 2-d matrix and kind 'qk' or 'ov', got shape {matrix.shape}, "
+                             f"kind {panel.get('kind')!r}")
+        finite = matrix[np.isfinite(matrix)]
+        mesh = ax.pcolormesh(np.ma.masked_invalid(matrix), cmap="viridis", vmin=finite.min(), vmax=finite.max())
+        best = np.nanargmax(np.where(np.isfinite(matrix), matrix, -np.inf), axis=1)
+        ax.scatter(best + 0.5, np.arange(len(best)) + 0.5, s=2, color="white", linewidths=0)
+        ax.set(xlim=(0, matrix.shape[1]), ylim=(matrix.shape[0], 0), title=panel["title"],
+               xlabel=panel["columns"], ylabel=panel["rows"])
+        ax.tick_params(labelsize=8)
+        if panel["kind"] == "qk":
+            colour_query_key(ax)
+        else:
+            ax.yaxis.label.set_color(VALUE.strong)
+            ax.tick_params(axis="y", labelcolor=VALUE.strong)
+        fig.colorbar(mesh, ax=ax, shrink=0.8).outline.set_linewidth(0)
     return fig

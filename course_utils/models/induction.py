@@ -11,8 +11,9 @@ layer 2 matches the current token against it.
   Both return a ``CopyBatch``: the tokens and which of them a copy from context can predict.
 - ``AttentionOnlyTransformer``: token and learned position embeddings, ``num_layers`` pre-norm
   causal ``MultiHeadAttention`` layers with residuals, no MLP, a final LayerNorm and a linear read-out.
-- ``copy_accuracy`` (and ``right_predictions``, ``accuracy_by_source``), ``copy_losses``, ``ablate_heads``,
-  ``train_induction``.
+- ``copy_accuracy`` (and ``right_predictions``, ``accuracy_by_source``), ``copy_losses``, ``ablate_heads``
+  (any model's heads, found by ``attention_layers``), ``train_induction``.
+- The circuits read off the weights are in ``models/circuits.py``.
 - The scores of a head, from its weights ``(..., T, T)`` on a repeated block of period L:
   ``previous_token_score`` (weight on key i - 1, for the queries of the first block) and
   ``induction_score`` (weight on key i - L + 1, the token after the earlier occurrence, for the
@@ -34,8 +35,8 @@ from ..core.masks import causal_mask
 from ..core.metrics import offset_share
 from ..core.multihead import MultiHeadAttention
 from ..core.positions import LearnedPositionalEmbedding
-from ..core.validation import require_index_range, require_positive_int, require_tensor, shape_of
-from ..core.validation import require_int, require_nonempty  # issue 33 (trust): bad input
+from ..core.validation import is_int, require_index_range, require_int, require_nonempty, require_positive_int, require_tensor
+from ..core.validation import shape_of
 from .training import train_steps
 
 
@@ -255,17 +256,28 @@ def induction_score(weights: Tensor, period: int) -> Tensor:
     return weights.diagonal(1 - L, dim1=-2, dim2=-1)[..., 1:].mean(dim=-1)  # queries L-1..T-1; drop L-1
 
 
+def attention_layers(model: nn.Module) -> list[MultiHeadAttention]:
+    """The ``MultiHeadAttention`` layers of ``model`` in the order they run (an ``AttentionOnlyTransformer``'s
+    ``attentions``, a ``CausalLM``'s block attentions). TypeError for a model without any. Notebooks 07b, 11b."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    layers = [m for m in model.modules() if isinstance(m, MultiHeadAttention) and m is not model]
+    if not layers:
+        raise TypeError(f"model must hold MultiHeadAttention layers (an AttentionOnlyTransformer or a CausalLM), "
+                        f"got {type(model).__name__}")
+    return layers
+
+
 @contextmanager
-def ablate_heads(model: AttentionOnlyTransformer, heads: Iterable[tuple[int, int]]) -> Iterator[AttentionOnlyTransformer]:
+def ablate_heads(model: nn.Module, heads: Iterable[tuple[int, int]]) -> Iterator[nn.Module]:
     """Inside the ``with`` block, the output of each listed head ``(layer, head)`` is set to zero before
-    that layer's ``W_o`` (its weights are still computed and returned). Layers and heads count from 0.
-    Notebook 07b."""
-    if not isinstance(model, AttentionOnlyTransformer):
-        raise TypeError(f"model must be an AttentionOnlyTransformer, got {type(model).__name__}")
+    that layer's ``W_o`` (its weights are still computed and returned). Layers and heads count from 0;
+    any model with ``MultiHeadAttention`` layers (``attention_layers``). Notebooks 07b, 11b."""
+    attentions = attention_layers(model)
     if not isinstance(heads, Iterable):
         raise TypeError(f"heads must be an iterable of (layer, head) pairs such as [(0, 0)], got {heads!r}")
     heads = sorted(set(map(tuple, heads)))
-    layers, num_heads = len(model.attentions), model.attentions[0].num_heads
+    layers, num_heads = len(attentions), attentions[0].num_heads
 
     def valid(pair: tuple) -> bool:
         return len(pair) == 2 and all(isinstance(v, Integral) and not isinstance(v, bool) for v in pair) and (
@@ -276,7 +288,7 @@ def ablate_heads(model: AttentionOnlyTransformer, heads: Iterable[tuple[int, int
                          f"0..{num_heads - 1}, got {heads}")
     handles = []
     for layer in sorted({layer for layer, _ in heads}):
-        mha = model.attentions[layer]
+        mha = attentions[layer]
         keep = torch.ones(mha.d_model, device=mha.W_o.weight.device, dtype=mha.W_o.weight.dtype)
         for _, i in (pair for pair in heads if pair[0] == layer):
             keep[i * mha.d_k : (i + 1) * mha.d_k] = 0.0  # head i's slice of the concatenated heads
@@ -327,3 +339,16 @@ def train_induction(model: AttentionOnlyTransformer, *, steps: int, length: int 
     history["loss"] = train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, on_step=on_step,
                                   stop_when=stop_when, target=target, check_every=check_every, name=name)
     return history
+
+
+def copy_accuracies(logits: Tensor, tokens: Tensor, period: int) -> tuple[float, float]:
+    """Accuracy on the first and the second copy of ``tokens (B, 2L)`` (a block of ``period`` L, then the same L
+    again), from ``logits (B, 2L, V)`` (position t predicts token t + 1): the share of tokens 1..L-1, and of
+    tokens L+1..2L-1, whose top prediction is right. Token L, the first of the copy, is in neither. Notebook 11b."""
+    require_tensor("logits", logits, ndim=3, floating=True)
+    require_tensor("tokens", tokens, ndim=2, integer=True)
+    if not is_int(period) or period < 2 or tokens.shape[1] != 2 * period or logits.shape[:2] != tokens.shape:
+        raise ValueError(f"need period L >= 2, tokens (B, 2L) and logits (B, 2L, V), got L={period!r}, "
+                         f"{shape_of(tokens)}, {shape_of(logits)}")
+    right = (logits[:, :-1].argmax(-1) == tokens[:, 1:].to(logits.device)).float()  # right[:, t - 1]: token t
+    return right[:, : period - 1].mean().item(), right[:, period:].mean().item()

@@ -182,3 +182,149 @@ def check_induction_score(fn: Callable[[torch.Tensor, int], torch.Tensor], seed:
     for where, weights, L in _cases(seed):
         with failing_case(where):
             _check_once(fn, weights, L, where)
+
+
+# --- Tasks 2 and 3: the QK and OV circuits of a head, read off its weights ------------------------------
+#
+# ``qk_circuit(queries_from (n, d), keys_from (m, d), W_Q (d, d_k), W_K (d, d_k)) -> (n, m)``:
+# ``(queries_from @ W_Q) @ (keys_from @ W_K).T``, no 1/sqrt(d_k), no softmax.
+# ``ov_circuit(reads (n, d), W_V (d, d_k), W_O (d_k, d), W_U (d, V)) -> (n, V)``: ``reads @ W_V @ W_O @ W_U``.
+# Both are tried on n != m, d != d_k, one row, float64, large values and a NaN row (which must stay in its
+# own row of the result); the mistakes named are those below, each only where no other gives the same numbers.
+
+
+def _randn(g: torch.Generator, *shape: int, scale: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
+
+
+def _qk_reference(xq, xk, wq, wk):
+    return (xq @ wq) @ (xk @ wk).T
+
+
+def _qk_mistakes(xq, xk, wq, wk) -> list[tuple[torch.Tensor, str]]:
+    d_k = wq.shape[1]
+    right = _qk_reference(xq, xk, wq, wk)
+    return [
+        (right.T, "rows are the query inputs and columns the key inputs: you returned the transpose, shape (m, n). "
+                  "Put queries_from @ W_Q on the left."),
+        (right / d_k ** 0.5, f"leave out the 1/sqrt(d_k) = 1/sqrt({d_k}): the QK circuit is the bilinear form "
+                             "itself, before the scaling and the softmax."),
+        (torch.softmax(right, dim=-1), "no softmax: the QK circuit is the raw scores (a softmax turns them into "
+                                       "weights, and the causal mask would have to come first)."),
+        ((xq @ wq) @ (xk @ wq).T, "the keys are made with W_K: you used W_Q for both sides."),
+        ((xq @ wk) @ (xk @ wq).T, "W_Q and W_K are swapped: queries come from queries_from @ W_Q, keys from "
+                                  "keys_from @ W_K."),
+    ]
+
+
+def _ov_reference(x, wv, wo, wu):
+    return x @ wv @ wo @ wu
+
+
+def _ov_mistakes(x, wv, wo, wu) -> list[tuple[torch.Tensor, str]]:
+    right = _ov_reference(x, wv, wo, wu)
+    out = [(right.T, "rows are the inputs a head reads and columns the vocabulary: you returned the transpose, "
+                     "shape (V, n)."),
+           (torch.softmax(right, dim=-1), "no softmax: the OV circuit gives the logits the head adds, not "
+                                          "probabilities.")]
+    if wv.shape[1] == wv.shape[0]:  # only then does the product without W_O, or in the wrong order, have a shape
+        out += [(x @ wv @ wu, "the head's output goes through W_O before the read-out: reads @ W_V @ W_O @ W_U."),
+                (x @ wo @ wv @ wu, "W_V comes first (it makes the values), then W_O (it maps the head's output "
+                                   "back to the stream): reads @ W_V @ W_O @ W_U.")]
+    return out
+
+
+def _as_matrix(result, want_shape: tuple[int, ...], where: str, name: str) -> torch.Tensor:
+    if isinstance(result, np.ndarray) and result.dtype.kind == "f":
+        result = torch.from_numpy(result)
+    if not isinstance(result, torch.Tensor):
+        raise Hint(f"return a torch.Tensor of shape {want_shape}, got {type(result).__name__}.", where)
+    if tuple(result.shape) != want_shape:
+        if tuple(result.shape) == want_shape[::-1]:
+            raise Hint(f"{name}: rows are the first input's rows, columns the second's: you returned the "
+                       f"transpose, shape {tuple(result.shape)}; want {want_shape}.", where)
+        raise Hint(f"{name} should have shape {want_shape}, got {tuple(result.shape)}.", where)
+    if not result.dtype.is_floating_point:
+        raise Hint(f"return a float tensor, got dtype {result.dtype}.", where)
+    return result.detach().cpu().to(torch.float64)
+
+
+def _compare(got: torch.Tensor, want: torch.Tensor, mistakes: list[tuple[torch.Tensor, str]], where: str,
+             formula: str) -> None:
+    scale = float(want[~want.isnan()].abs().max()) if (~want.isnan()).any() else 1.0
+
+    def close(a: torch.Tensor, b: torch.Tensor) -> bool:
+        return a.shape == b.shape and torch.allclose(a, b, rtol=1e-4, atol=1e-5 * max(scale, 1.0), equal_nan=True)
+
+    if close(got, want):
+        return
+    if want.isnan().any() and not torch.equal(got.isnan(), want.isnan()):
+        raise Hint(f"a NaN in one input row should give NaN in that row of the result only ({int(want.isnan().sum())} "
+                   f"NaNs), you have {int(got.isnan().sum())}: compute the product as it is, without replacing "
+                   "or spreading NaNs.", where)
+    hints = {hint for wrong, hint in mistakes if close(got, wrong.to(torch.float64))}
+    if len(hints) == 1:
+        raise Hint(hints.pop(), where)
+    diff = (got - want).abs().nan_to_num(0.0)
+    i, j = (int(v) for v in np.unravel_index(int(diff.argmax()), tuple(want.shape)))
+    raise Hint(f"entry [{i}, {j}] should be {want[i, j].item():.4g}, got {got[i, j].item():.4g}. The circuit is "
+               f"{formula}.", where)
+
+
+def _circuit_cases(seed: int, ov: bool) -> list[tuple[str, tuple[torch.Tensor, ...]]]:
+    g = generator(seed)
+    cases = []
+    specs = [  # (what, n, m, d, d_k, scale, dtype)
+        ("square: n = m = 6, d = d_k = 6", 6, 6, 6, 6, 1.0, torch.float32),
+        ("n = 5 query rows, m = 7 key rows, d = 6, d_k = 4", 5, 7, 6, 4, 1.0, torch.float32),
+        ("one row, d_k = 1", 1, 3, 5, 1, 1.0, torch.float32),
+        ("float64, n = 4, m = 9, d = 8, d_k = 3", 4, 9, 8, 3, 1.0, torch.float64),
+        ("large values (inputs x 1000)", 3, 5, 4, 2, 1000.0, torch.float32),
+    ]
+    for _ in range(3):  # hidden: the seed repeats them
+        n, m, d, d_k = (int(v) for v in torch.randint(1, 12, (4,), generator=g))
+        specs.append((f"hidden: n = {n}, m = {m}, d = {d}, d_k = {d_k}", n, m, d, d_k, 1.0, torch.float32))
+    for what, n, m, d, d_k, scale, dtype in specs:
+        if ov:  # reads (n, d), W_V (d, d_k), W_O (d_k, d), W_U (d, V = m)
+            args = (_randn(g, n, d, scale=scale, dtype=dtype), _randn(g, d, d_k, dtype=dtype),
+                    _randn(g, d_k, d, dtype=dtype), _randn(g, d, m, dtype=dtype))
+            what = what.replace("query rows", "rows read").replace("key rows", "vocabulary ids")
+        else:
+            args = (_randn(g, n, d, scale=scale, dtype=dtype), _randn(g, m, d, scale=scale, dtype=dtype),
+                    _randn(g, d, d_k, dtype=dtype), _randn(g, d, d_k, dtype=dtype))
+        cases.append((what, args))
+    first = cases[1][1][0].clone()
+    first[-1, 0] = float("nan")  # a NaN in the last input row
+    cases.append(("a NaN in the last row of the first input", (first, *cases[1][1][1:])))
+    return cases
+
+
+def _check_circuit(fn: Callable, seed: int, ov: bool) -> None:
+    name, reference, mistakes = (("ov_circuit", _ov_reference, _ov_mistakes) if ov else
+                                 ("qk_circuit", _qk_reference, _qk_mistakes))
+    formula = "reads @ W_V @ W_O @ W_U" if ov else "(queries_from @ W_Q) @ (keys_from @ W_K).T"
+    for where, args in _circuit_cases(seed, ov):
+        with failing_case(where):
+            given = tuple(a.clone() for a in args)
+            result = call(fn, *given, case=where)
+            if not all(torch.equal(a, b) or (a.isnan().any() and torch.equal(a.isnan(), b.isnan()))
+                       for a, b in zip(given, args)):
+                raise Hint("your function changed its inputs (in place): read them, build new tensors.", where)
+            wide = tuple(a.double() for a in args)
+            want = reference(*wide)
+            _compare(_as_matrix(result, tuple(want.shape), where, name), want, mistakes(*wide), where, formula)
+
+
+@register("qk_circuit", twins={"qk_circuit": "course_utils.models.circuits.qk_circuit"})
+def check_qk_circuit(fn: Callable, seed: int) -> None:
+    """Check ``fn(queries_from (n, d), keys_from (m, d), W_Q (d, d_k), W_K (d, d_k)) -> (n, m)``, the QK
+    circuit ``(queries_from @ W_Q) @ (keys_from @ W_K).T``."""
+    _check_circuit(fn, seed, ov=False)
+
+
+@register("ov_circuit", twins={"ov_circuit": "course_utils.models.circuits.ov_circuit"})
+def check_ov_circuit(fn: Callable, seed: int) -> None:
+    """Check ``fn(reads (n, d), W_V (d, d_k), W_O (d_k, d), W_U (d, V)) -> (n, V)``, the OV circuit
+    ``reads @ W_V @ W_O @ W_U``."""
+    _check_circuit(fn, seed, ov=True)
+
