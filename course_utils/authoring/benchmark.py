@@ -37,7 +37,7 @@ import sys
 sys.modules["rfc3987_syntax"] = None  # jsonschema's optional IRI check: 0.8 s of CPU at import, never used by nbformat
 import nbformat
 from nbclient.exceptions import CellExecutionError
-from .nbtools import execute
+from course_utils.authoring.nbtools import execute
 path = sys.argv[1]
 try:
     execute(nbformat.read(path, as_version=4), __import__("pathlib").Path(path).parent)
