@@ -30,5 +30,17 @@ def test_quote_rejects_what_it_cannot_use(tmp_path):
         S.quote("04", r"\d+ steps", tmp_path)
 
 
-def test_notebook_04s_step_count_is_quoted_from_its_outputs():
-    assert S.quote("04", r"(\d+) steps; mean training loss") == "126"
+def test_notebook_13_quotes_notebook_04s_step_count_as_04_printed_it():
+    steps_04 = S.quote("04", r"(\d+) steps; mean training loss")
+    assert steps_04 is not None and S.quote("13", r"\(notebook 04: (\d+) steps\)") == steps_04
+    assert int(S.quote("13", r"steps: \d+ per epoch, (\d+) in")) > int(steps_04)  # 13's "more than notebook 04 took"
+
+
+def test_notebook_08s_range_of_no_attention_accuracy_is_the_printed_one():
+    """08's text: "22% to 25.3% in the run stored here" for the lengths from 20 on."""
+    lines = S.printed_lines(next(iter(S.notebook_files("08"))))
+    start = lines.index(" length  attention  no attention") + 1
+    rows = [line.split() for line in lines[start:] if line.split() and line.split()[0].isdigit()]
+    long = [float(none) for n, _, none in rows if int(n) >= 20]
+    assert f"{min(long):.0%} to {max(long):.1%}" == "22% to 25.3%"
+    assert min(float(att) for n, att, _ in rows) >= 0.96  # "at least 96% at every length"
