@@ -44,3 +44,18 @@ def test_notebook_08s_range_of_no_attention_accuracy_is_the_printed_one():
     long = [float(none) for n, _, none in rows if int(n) >= 20]
     assert f"{min(long):.0%} to {max(long):.1%}" == "22% to 25.3%"
     assert min(float(att) for n, att, _ in rows) >= 0.96  # "at least 96% at every length"
+
+
+def test_notebook_14s_exponents_are_near_2_as_it_says():
+    """14's text: all three exponents over T >= 512 "come out near 2" (timings: a wide margin, any machine)."""
+    lines = S.printed_lines(next(iter(S.notebook_files("14"))))
+    fits = {line.split(" exponent")[0].strip(): float(line.split("T >= 512: ")[1].split()[0])
+            for line in lines if "exponent over T >= 512:" in line}
+    assert len(fits) == 3 and all(1.6 <= k <= 2.6 for k in fits.values()), fits
+
+
+def test_notebook_10_prints_no_step_count_beyond_its_sweeps_budget():
+    lines = [line for line in S.printed_lines(next(iter(S.notebook_files("10")))) if "best steps to 95%" in line]
+    assert len(lines) == 3
+    counts = [int(n) for line in lines for n in __import__("re").findall(r": (\d+)(?:,|$)", line)]
+    assert counts and max(counts) <= 300 and any("none within 300" in line for line in lines)
