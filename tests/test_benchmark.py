@@ -33,3 +33,11 @@ def test_measure_floor_starts_python_as_often_as_asked(monkeypatch):
     assert benchmark.measure_floor({}, runs=4) == {"wall": 2.0, "cpu": 7.0}
     assert commands == [[sys.executable, "-c", benchmark.FLOOR_CODE]] * 4
     assert all(name in benchmark.FLOOR_CODE for name in ("torch", "matplotlib.pyplot", "course_utils.core"))
+
+
+def test_the_notebook_table_gains_a_floors_column_only_when_given_a_floor():
+    result = {"notebook": "notebooks/solutions/12_x.ipynb", "wall": 9.0, "cpu": 6.0, "peak_mib": 400.0, "ok": True,
+              "last_line": "", "trainings": []}
+    plain = benchmark.notebook_table([result]).splitlines()
+    with_floor = benchmark.notebook_table([result], cpu_floor=2.0).splitlines()
+    assert with_floor[0] == plain[0] + " CPU floors |" and with_floor[2] == plain[2] + " 3.0 |"

@@ -71,14 +71,16 @@ def run_notebook(path: Path, log: Path) -> dict:
     return result
 
 
-def notebook_table(results: list[dict]) -> str:
-    rows = ["| notebook | wall s | peak MiB | CPU s | trainings | training CPU s | ran |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+def notebook_table(results: list[dict], cpu_floor: float | None = None) -> str:
+    """The notebooks' Markdown table; with ``cpu_floor`` (CPU seconds of one floor) a last column in floors."""
+    floors = cpu_floor is not None
+    rows = ["| notebook | wall s | peak MiB | CPU s | trainings | training CPU s | ran |" + (" CPU floors |" if floors else ""),
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- |" + (" ---: |" if floors else "")]
     for r in results:
         training_cpu = sum(t["cpu_s"] for t in r["trainings"])
         ran = "ok" if r["ok"] else "error: " + r["last_line"].replace("|", "/")
         rows.append(f"| {r['notebook']} | {r['wall']:.1f} | {r['peak_mib']:.0f} | {r['cpu']:.1f} | "
-                    f"{len(r['trainings'])} | {training_cpu:.1f} | {ran} |")
+                    f"{len(r['trainings'])} | {training_cpu:.1f} | {ran} |" + (f" {r['cpu'] / cpu_floor:.1f} |" if floors else ""))
     return "\n".join(rows)
 
 
@@ -143,10 +145,13 @@ def time_pytest(root: Path = ROOT) -> str:
 
 
 def benchmark(paths: list[Path], with_pytest: bool = False) -> str:
-    """Run the notebooks one after the other; the Markdown report (notebooks, trainings, attention, pytest)."""
+    """Run the notebooks one after the other; the Markdown report (floor, notebooks, trainings, attention, pytest)."""
+    the_floor = measure_floor({**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
     with tempfile.TemporaryDirectory() as tmp:
         results = [run_notebook(path, Path(tmp) / "trainings.jsonl") for path in paths]
-    parts = [notebook_table(results), "", training_table(results), "",
+    parts = [f"Floor (one Python start importing torch, matplotlib.pyplot and course_utils.core, second-fastest of "
+             f"{FLOOR_RUNS}): {the_floor['wall']:.2f} s wall, {the_floor['cpu']:.2f} s CPU", "",
+             notebook_table(results, the_floor["cpu"]), "", training_table(results), "",
              f"Course attention vs PyTorch's fused kernel at T = 1024: {attention_ratio()}"]
     if with_pytest:
         parts.append(time_pytest())
