@@ -12,10 +12,11 @@ from torch import nn
 
 from course_utils.helpers.quiz import load_quiz
 from course_utils.models import dates as D
-from course_utils.studies import dates_study as S
+from course_utils.models import dates_training as DT
 from course_utils.models.seq2seq import Seq2SeqWithAttention
 from course_utils.models.seq2seq_data import EOS_ID, PAD_ID, ReversalData, iterate_batches
 from course_utils.models.seq2seq_training import predict, sequence_loss, train_seq2seq
+from course_utils.studies import dates_study as S
 
 EVERY_DAY = [D.FIRST + dt.timedelta(days=k) for k in range(D.NUM_DAYS)]
 
@@ -35,20 +36,26 @@ def read_date(text: str) -> dt.date:
     return dt.date(year, month, day)
 
 
-def test_every_input_of_the_century_has_exactly_one_answer():
+@pytest.fixture(scope="module")
+def century() -> dict[str, list[tuple[str, dict]]]:
+    """Every day of the century rendered once in every form, shared by the tests that walk it."""
+    return {form: [D.render(date, form) for date in EVERY_DAY] for form in D.FORM_NAMES}
+
+
+def test_every_input_of_the_century_has_exactly_one_answer(century):
     seen: dict[str, dt.date] = {}
-    for date in EVERY_DAY:
-        for form in D.FORM_NAMES:
-            text, _ = D.render(date, form)
-            assert seen.setdefault(text, date) == date, f"{text!r} is both {seen[text]} and {date}"
+    for form in D.FORM_NAMES:
+        for date, (text, _) in zip(EVERY_DAY, century[form]):
+            if seen.setdefault(text, date) != date:
+                pytest.fail(f"{text!r} is both {seen[text]} and {date}")
     # the only texts two forms share: May, whose full and short names are the same word
     assert len(seen) == D.NUM_DAYS * len(D.FORM_NAMES) - sum(d.month == 5 for d in EVERY_DAY)
 
 
 @pytest.mark.parametrize("form", D.FORM_NAMES)
-def test_an_independent_reader_recovers_every_date(form):
-    for date in EVERY_DAY[::7]:
-        assert read_date(D.render(date, form)[0]) == date
+def test_an_independent_reader_recovers_every_date(form, century):
+    for date, (text, _) in zip(EVERY_DAY[::7], century[form][::7]):
+        assert read_date(text) == date
 
 
 def test_the_issue_examples():
@@ -72,9 +79,8 @@ def test_pivot_and_range():
 
 
 @pytest.mark.parametrize("form", D.FORM_NAMES)
-def test_fields_point_at_their_characters(form):
-    for date in EVERY_DAY[::97]:
-        text, fields = D.render(date, form)
+def test_fields_point_at_their_characters(form, century):
+    for date, (text, fields) in zip(EVERY_DAY[::97], century[form][::97]):
         year = text[slice(*fields["year"])]
         assert year in (str(date.year), f"{date.year % 100:02d}")
         assert int(text[slice(*fields["day"])]) == date.day
@@ -157,21 +163,21 @@ def _study() -> dict:
 
 def test_study_file_holds_three_seeds_both_models_every_form():
     study = _study()
-    assert study["settings"] == S.SETTINGS and study["forms"] == list(D.FORM_NAMES)
+    assert study["settings"] == DT.SETTINGS and study["forms"] == list(D.FORM_NAMES)
     runs = {(r["seed"], r["attention"]) for r in study["runs"]}
     assert runs == {(s, a) for s in (0, 1, 2) for a in (True, False)}
     for r in study["runs"]:
         assert set(r["by_form"]) == set(D.FORM_NAMES)
-        assert ("alignment" in r) == r["attention"] and len(r["by_epoch"]) == S.SETTINGS["epochs"]
+        assert ("alignment" in r) == r["attention"] and len(r["by_epoch"]) == DT.SETTINGS["epochs"]
 
 
 @pytest.mark.slow  # retrains the stored study's first steps: the slow tier, with the other stored experiments
 def test_study_start_matches_a_rerun():
     """Re-run the first optimiser steps of seed 0 with attention, as train_seq2seq takes them."""
     stored = next(r for r in _study()["runs"] if r["seed"] == 0 and r["attention"])["first_losses"]
-    settings = S.SETTINGS
+    settings = DT.SETTINGS
     train, _ = D.make_date_data(settings["num_train"], settings["num_heldout"], seed=0)
-    model = S.build_model(True, 0)
+    model = DT.build_model(True, 0)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings["lr"])
     total = settings["epochs"] * -(-len(train) // settings["batch_size"])
     end = settings["final_lr"] / settings["lr"]

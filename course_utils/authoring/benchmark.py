@@ -3,6 +3,10 @@
     python -m course_utils.authoring.nbtools benchmark [NOTEBOOK ...]   # default: every notebook
     python -m course_utils.authoring.nbtools benchmark --pytest         # also time `pytest` in a fresh clone
 
+Seconds say as much about the machine as about the suite, so ``--pytest`` also measures a **floor** in the
+same run: one Python start that imports ``torch``, ``matplotlib.pyplot`` and ``course_utils.core`` (the
+second-fastest of four), and reports the suite in floors beside the seconds, wall and CPU alike.
+
 Each notebook (lesson, solution and student version alike) runs top to bottom in a fresh kernel of
 this environment, pinned to one core (``taskset -c 0`` where it exists; ``seed_everything`` pins
 PyTorch to one thread), on the CPU, with nothing stored from an earlier run (the course keeps no
@@ -33,7 +37,7 @@ import sys
 sys.modules["rfc3987_syntax"] = None  # jsonschema's optional IRI check: 0.8 s of CPU at import, never used by nbformat
 import nbformat
 from nbclient.exceptions import CellExecutionError
-from .nbtools import execute
+from course_utils.authoring.nbtools import execute
 path = sys.argv[1]
 try:
     execute(nbformat.read(path, as_version=4), __import__("pathlib").Path(path).parent)
@@ -67,14 +71,16 @@ def run_notebook(path: Path, log: Path) -> dict:
     return result
 
 
-def notebook_table(results: list[dict]) -> str:
-    rows = ["| notebook | wall s | peak MiB | CPU s | trainings | training CPU s | ran |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+def notebook_table(results: list[dict], cpu_floor: float | None = None) -> str:
+    """The notebooks' Markdown table; with ``cpu_floor`` (CPU seconds of one floor) a last column in floors."""
+    floors = cpu_floor is not None
+    rows = ["| notebook | wall s | peak MiB | CPU s | trainings | training CPU s | ran |" + (" CPU floors |" if floors else ""),
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- |" + (" ---: |" if floors else "")]
     for r in results:
         training_cpu = sum(t["cpu_s"] for t in r["trainings"])
         ran = "ok" if r["ok"] else "error: " + r["last_line"].replace("|", "/")
         rows.append(f"| {r['notebook']} | {r['wall']:.1f} | {r['peak_mib']:.0f} | {r['cpu']:.1f} | "
-                    f"{len(r['trainings'])} | {training_cpu:.1f} | {ran} |")
+                    f"{len(r['trainings'])} | {training_cpu:.1f} | {ran} |" + (f" {r['cpu'] / cpu_floor:.1f} |" if floors else ""))
     return "\n".join(rows)
 
 
@@ -99,21 +105,53 @@ def attention_ratio() -> str:
     return f"{fused_ratio(1024).ratio:.2f}x without a mask, {fused_ratio(1024, masked=True).ratio:.2f}x with a causal mask"
 
 
+FLOOR_CODE = "import torch, matplotlib.pyplot, course_utils.core"
+FLOOR_RUNS = 4
+
+
+def second_fastest(values: list[float]) -> float:
+    """The second-smallest of ``values`` (at least two): robust to one lucky run, not spoiled by one slow one."""
+    if len(values) < 2:
+        raise ValueError(f"second_fastest needs at least two values, got {len(values)}")
+    return sorted(values)[1]
+
+
+def floor(runs: list[dict]) -> dict:
+    """The floor from measured runs of ``FLOOR_CODE`` (``run_measured``'s dicts): second-fastest wall and CPU."""
+    return {"wall": second_fastest([r["wall"] for r in runs]), "cpu": second_fastest([r["cpu"] for r in runs])}
+
+
+def measure_floor(env: dict[str, str], cwd: Path = ROOT, runs: int = FLOOR_RUNS) -> dict:
+    """Start Python ``runs`` times importing torch, matplotlib.pyplot and course_utils.core; ``floor`` of them."""
+    return floor([run_measured([sys.executable, "-c", FLOOR_CODE], env, cwd) for _ in range(runs)])
+
+
+def in_floors(measured: dict, the_floor: dict) -> str:
+    """One line: the suite's wall and CPU seconds, each also in floors of the same kind."""
+    return (f"{measured['wall']:.0f} s wall = {measured['wall'] / the_floor['wall']:.0f} floors, "
+            f"{measured['cpu']:.0f} s CPU (all processes) = {measured['cpu'] / the_floor['cpu']:.0f} floors "
+            f"(floor: {the_floor['wall']:.2f} s wall, {the_floor['cpu']:.2f} s CPU, second-fastest of {FLOOR_RUNS})")
+
+
 def time_pytest(root: Path = ROOT) -> str:
-    """The README's ``pytest`` in a fresh clone of the committed tree (nothing stored): wall and CPU seconds."""
+    """The README's ``pytest`` in a fresh clone of the committed tree (nothing stored), in seconds and floors."""
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
         env = {**os.environ, "PYTHONPATH": str(clone)}
+        the_floor = measure_floor(env, cwd=clone)
         r = run_measured([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], env, cwd=clone)
-    return f"README's `pytest` in a fresh clone: {r['wall']:.0f} s wall, {r['cpu']:.0f} s CPU (all processes): {r['last_line']}"
+    return f"README's `pytest` in a fresh clone: {in_floors(r, the_floor)}: {r['last_line']}"
 
 
 def benchmark(paths: list[Path], with_pytest: bool = False) -> str:
-    """Run the notebooks one after the other; the Markdown report (notebooks, trainings, attention, pytest)."""
+    """Run the notebooks one after the other; the Markdown report (floor, notebooks, trainings, attention, pytest)."""
+    the_floor = measure_floor({**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
     with tempfile.TemporaryDirectory() as tmp:
         results = [run_notebook(path, Path(tmp) / "trainings.jsonl") for path in paths]
-    parts = [notebook_table(results), "", training_table(results), "",
+    parts = [f"Floor (one Python start importing torch, matplotlib.pyplot and course_utils.core, second-fastest of "
+             f"{FLOOR_RUNS}): {the_floor['wall']:.2f} s wall, {the_floor['cpu']:.2f} s CPU", "",
+             notebook_table(results, the_floor["cpu"]), "", training_table(results), "",
              f"Course attention vs PyTorch's fused kernel at T = 1024: {attention_ratio()}"]
     if with_pytest:
         parts.append(time_pytest())

@@ -140,13 +140,18 @@ ENTRIES = (
          kind='optional', needs=('02', '05', '07'),
          outcomes=('why copying from context takes two attention layers (a previous-token head, then an induction '
                    'head); recognise a phase change in training; measure heads with a previous-token and an '
-                   'induction score (write the induction score); test the circuit by switching heads off; explain '
-                   'the fixed-length trap and why the circuit fails on longer blocks and copies elsewhere'),
+                   'induction score (write the induction score); read a head\'s QK and OV circuits off its weights '
+                   '(write both); show K-composition by making layer 2\'s keys without layer 1; what one layer can '
+                   'copy; test the circuit by switching heads off; explain the fixed-length trap and why the circuit '
+                   'fails on longer blocks and copies elsewhere'),
          sections=('1. A task that only copying can solve', '2. A Transformer made of attention only',
                    '3. Two layers, one layer, and a phase change', '4. The two heads', '5. Measuring the heads',
-                   '6. Switch each head off', '7. Break it', '7.1 The fixed-length trap', '7.2 Longer blocks',
-                   '7.3 A copy at a random place'),
-         tasks={'induction_score': 'check_induction_score'}, builds=('models.induction.AttentionOnlyTransformer',),
+                   '6. Switch each head off', '7. Read the circuit off the weights', '8. K-composition, tested',
+                   '9. What one layer can copy', '10. Break it', '10.1 The fixed-length trap', '10.2 Longer blocks',
+                   '10.3 A copy at a random place'),
+         tasks={'induction_score': 'check_induction_score', 'qk_circuit': 'check_qk_circuit',
+                'ov_circuit': 'check_ov_circuit'},
+         builds=('models.induction.AttentionOnlyTransformer',),
          drawings=('induction_circuit',), plots=('induction_plots', 'exploration_plots'),
          tests=('test_checkers_induction.py', 'test_checkers_07b.py', 'test_induction.py')),
     dict(key='08', stem='08_attention_vs_no_attention', title='Exercise: attention vs. no attention',
@@ -218,6 +223,16 @@ ENTRIES = (
                  'models.language_model.next_token_probs', 'models.language_model.generate'),
          drawings=('next_token_shift', 'lm_stack'), plots=('exploration_plots',),
          tests=('test_checkers_explorations.py', 'test_checkers_11.py', 'test_language_model.py')),
+    dict(key='11b', stem='11b_induction_heads_in_text', title='Induction heads in a model trained on text',
+         kind='optional', needs=('07b', '11'),
+         outcomes=('find induction heads in a character model trained on text with 07b\'s scores; why text it can '
+                   'memorise gives no reason to copy, and what data does; measure copying as accuracy and loss on '
+                   'the second copy of a new sentence (write copy_accuracies); switch the heads off'),
+         sections=('1. Two tests: random characters and new sentences', '2. Text alone: no reason to copy',
+                   '3. Text with repeats', '4. Copying a sentence it has never read', '5. Switch them off'),
+         tasks={'copy_accuracies': 'check_copy_accuracies'}, builds=(),
+         drawings=(), plots=('induction_plots',),
+         tests=('test_checkers_11b.py', 'test_induction.py')),
     dict(key='12', stem='12_explore_head_count', title='Explore further: how many heads, and what does each one do?',
          kind='optional', needs=('07',),
          outcomes=('compare head counts at a fixed budget over seeds; find where one head fails; what each head '

@@ -1,4 +1,5 @@
-"""The dates task trained as lesson 04b trains it, and the maintainer command that repeats it over seeds.
+"""The maintainer command that repeats lesson 04b's training of the dates task over seeds
+(the training itself: ``models/dates_training.py``).
 
     python -m course_utils.studies.dates_study            # seeds 0 1 2, with and without attention
     python -m course_utils.studies.dates_study --seeds 0  # one seed
@@ -20,37 +21,11 @@ from pathlib import Path
 import torch
 
 from ..models import dates as D
+from ..models.dates_training import SETTINGS, train_dates
 from ..models.repro import seed_everything
-from ..models.seq2seq import Seq2SeqNoAttention, Seq2SeqWithAttention
-from ..models.seq2seq_training import TrainHistory, train_seq2seq
 
-SETTINGS = {"num_train": 8000, "num_heldout": 1000, "epochs": 2, "batch_size": 128, "lr": 1e-2, "final_lr": 5e-4}
 RESULTS = Path(__file__).resolve().parents[2] / "data" / "results" / "dates_seeds.json"
 PREFIX_STEPS = 10  # how many step losses the results file keeps, for the test that re-runs them
-
-
-def build_model(attention: bool, seed: int) -> torch.nn.Module:
-    """The course's GRU encoder-decoder over the date characters, its weights drawn with ``seed``."""
-    torch.manual_seed(seed)
-    cls = Seq2SeqWithAttention if attention else Seq2SeqNoAttention
-    return cls(len(D.VOCAB))
-
-
-def train_dates(attention: bool = True, seed: int = 0, data: tuple | None = None, on_epoch_end=None,
-                **overrides) -> tuple:
-    """Train one model on the dates task with ``SETTINGS`` (``overrides`` changes some of them).
-
-    Returns ``(model, history, train, heldout)``; ``data`` may pass ``(train, heldout)`` made earlier;
-    ``on_epoch_end(epoch, model)`` is passed to ``train_seq2seq``.
-    """
-    settings = {**SETTINGS, **overrides}
-    train, heldout = data or D.make_date_data(settings["num_train"], settings["num_heldout"], seed=seed)
-    model = build_model(attention, seed)
-    history: TrainHistory = train_seq2seq(
-        model, train, epochs=settings["epochs"], batch_size=settings["batch_size"], lr=settings["lr"],
-        final_lr=settings["final_lr"], seed=seed, on_epoch_end=on_epoch_end,
-    )
-    return model, history, train, heldout
 
 
 def held_out_scores(model: torch.nn.Module, heldout: D.DateData) -> dict:

@@ -34,7 +34,7 @@ KINDS = ("function", "class")
 CHECKER_MODULES = (
     "attention_cost", "attention_heatmaps", "attention_vs_no_attention", "causal_mask", "cross_attention",
     "dates_to_iso8601", "explore_head_count", "explore_longer_training", "explore_scaling_and_sparsity",
-    "head_patterns", "induction_heads", "kv_cache", "multi_head_attention", "next_token_predictor",
+    "head_patterns", "induction_heads", "induction_heads_in_text", "kv_cache", "multi_head_attention", "next_token_predictor",
     "online_softmax_and_tiled_attention", "positional_encoding", "pytorch_multihead", "rotary_position_embeddings",
     "scaled_dot_product_attention", "scaling_and_masks", "seq2seq_with_attention", "transformer_block")
 
