@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from course_utils.helpers import checkers
+from course_utils.helpers.checkers import check_split_heads
 
 
 def _run(check, fn, capsys, seeds=(0, 1, 2)):
@@ -74,3 +75,45 @@ def test_split_heads_blames_the_notebooks_variables_only_when_its_sizes_show(cap
     case = type("Case", (), {"got": torch.zeros(2, 8, 5, 8), "expected": torch.zeros(3, 4, 7, 3)})
     from course_utils.helpers.checkers import multi_head_attention
     assert "variables of the notebook" in multi_head_attention._otherwise(case)
+
+
+# ------------------------------------------------------------------ the first bank of right and wrong answers
+
+
+def _run_once(check, fn, capsys):
+    ok = check(fn)
+    return ok, capsys.readouterr().out
+
+
+def split_by_view(x, num_heads):
+    B, T, d = x.shape
+    return x.view(B, T, num_heads, d // num_heads).transpose(1, 2)
+
+
+def split_by_unflatten(x, num_heads):
+    return x.unflatten(-1, (num_heads, -1)).permute(0, 2, 1, 3)
+
+
+def split_stack(x, num_heads):
+    d_k = x.shape[-1] // num_heads
+    return torch.stack([x[..., i * d_k:(i + 1) * d_k] for i in range(num_heads)], dim=1)
+
+
+@pytest.mark.parametrize("fn", [split_by_view, split_by_unflatten, split_stack])
+def test_split_heads_accepts_correct_answers(fn, capsys):
+    ok, out = _run_once(check_split_heads, fn, capsys)
+    assert ok, out
+
+
+@pytest.mark.parametrize("fn, needle", [
+    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), "transpose is missing"),
+    (lambda x, h: x.reshape(x.shape[0], x.shape[1], -1, h).permute(0, 3, 1, 2), "every h-th feature"),
+    (lambda x, h: x.reshape(x.shape[0], x.shape[1], h, -1).transpose(2, 3), "wrong order"),
+    (lambda x, h: x.reshape(x.shape[0], x.shape[1], h, -1), "not swapped"),
+    (lambda x, h: x.view(2, 5, 8, 8).transpose(1, 2), "raised"),
+    (lambda x, h: x.reshape(x.shape[0], x.shape[1], h, -1).transpose(1, 2) * 1.0 + 1e-3, "values are not"),
+])
+def test_split_heads_rejects_known_mistakes(fn, needle, capsys):
+    ok, out = _run_once(check_split_heads, fn, capsys)
+    assert not ok
+    assert needle in out, out

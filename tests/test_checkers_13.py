@@ -35,6 +35,7 @@ def _share(w, lengths, k):
 def test_13_a_number_as_a_string_or_bool_is_refused(convert, capsys):
     _all_wrong(check_argmax_offset_share, lambda w, n, k: convert(_share(w, n, k)), "one number")
 
+
 def _run(check, fn, capsys, seeds=(0, 1, 2)):
     results = [check(fn, seed=s) for s in seeds]
     capsys.readouterr()
@@ -71,3 +72,73 @@ def test_argmax_offset_share_cases_put_no_weight_on_padding():
         for _, w, lengths in explore_longer_training._cases(seed):
             padded = torch.arange(w.shape[-1]) >= lengths[:, None, None]
             assert (w.masked_select(padded.expand_as(w)) == 0).all()
+
+
+# ------------------------------------------------------------------ the first bank of right and wrong answers
+
+
+def _verdict(capsys, checker, fn):
+    ok = checker(fn)
+    return ok, capsys.readouterr().out
+
+
+def share_vectorised(weights, lengths, offset):
+    t = torch.arange(weights.shape[1])
+    steps = t < lengths[:, None]
+    hit = weights.argmax(-1) == (lengths[:, None] - 1 - t + offset)
+    return (hit & steps).sum() / steps.sum()  # a 0-d tensor: accepted
+
+
+def share_loops(weights, lengths, offset):
+    hits = total = 0
+    for b, n in enumerate(lengths.tolist()):
+        for t in range(n):
+            total += 1
+            hits += int(weights[b, t].argmax()) == n - 1 - t + offset
+    return np.float64(hits / total)
+
+
+@pytest.mark.parametrize("fn", [share_vectorised, share_loops])
+def test_share_valid(capsys, fn):
+    ok, out = _verdict(capsys, check_argmax_offset_share, fn)
+    assert ok, out
+
+
+def share_with_eos(weights, lengths, offset):
+    t = torch.arange(weights.shape[1])
+    steps = t <= lengths[:, None]
+    hit = weights.argmax(-1) == (lengths[:, None] - 1 - t + offset)
+    return float((hit & steps).sum() / steps.sum())
+
+
+def share_all_rows(weights, lengths, offset):
+    t = torch.arange(weights.shape[1])
+    return float((weights.argmax(-1) == (lengths[:, None] - 1 - t + offset)).float().mean())
+
+
+def share_per_sequence(weights, lengths, offset):
+    shares = []
+    for b, n in enumerate(lengths.tolist()):
+        t = torch.arange(n)
+        shares.append((weights[b, :n].argmax(-1) == n - 1 - t + offset).float().mean())
+    return float(torch.stack(shares).mean())
+
+
+def share_mirror_n_minus_t(weights, lengths, offset):
+    t = torch.arange(weights.shape[1])
+    steps = t < lengths[:, None]
+    hit = weights.argmax(-1) == (lengths[:, None] - t + offset)  # m(t) taken as n - t
+    return float((hit & steps).sum() / steps.sum())
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (share_with_eos, "<eos>"),
+    (share_all_rows, "padded"),
+    (lambda w, n, k: share_vectorised(w, n, -k), "sign"),
+    (lambda w, n, k: [0.5], "one number"),
+    (share_per_sequence, "pool all token steps"),
+    (share_mirror_n_minus_t, "one off"),
+])
+def test_share_wrong(capsys, fn, hint):
+    ok, out = _verdict(capsys, check_argmax_offset_share, fn)
+    assert not ok and hint in out, out

@@ -158,14 +158,10 @@ def test_the_test_files_exist_and_every_checker_test_belongs_somewhere():
 
 
 def test_new_checker_tests_follow_the_rule():
-    # The rule (CONTRIBUTING.md): notebook NN's checker tests are tests/test_checkers_NN.py. Files named
-    # before the rule are listed here until they are renamed; do not add to this list.
-    before_the_rule = {"test_checkers_lessons.py", "test_checkers_heatmaps.py", "test_checkers_pytorch_multihead.py",
-                       "test_checkers_dates.py", "test_checkers_induction.py", "test_checkers_09_09b.py",
-                       "test_checkers_explorations.py", "test_checkers_inference.py"}
+    # The rule (CONTRIBUTING.md): notebook NN's checker tests are tests/test_checkers_NN.py.
     for entry in ENTRIES:
         for name in entry.tests:
-            if name.startswith("test_checkers_") and name not in before_the_rule:
+            if name.startswith("test_checkers_"):
                 assert name == f"test_checkers_{entry.key}.py", (
                     f"course map {entry.key}: {name} does not follow the rule tests/test_checkers_{entry.key}.py")
 

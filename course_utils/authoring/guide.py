@@ -101,16 +101,16 @@ def between(text: str, markers: tuple[str, str]) -> str:
 
 
 def checker_catches() -> str:
-    """Per exercise, the named mistakes of its checkers' test banks (tests/test_checkers_NN.py)."""
+    """Per notebook, the named mistakes of its checkers' test banks (tests/test_checkers_NN.py, NN like 05 or 09b)."""
     sys.path.insert(0, str(ROOT / "tests"))
     lines = []
-    for path in sorted((ROOT / "tests").glob("test_checkers_[0-9][0-9].py")):
+    for path in sorted((ROOT / "tests").glob("test_checkers_[0-9][0-9]*.py")):
         module = importlib.import_module(path.stem)
         banks = [(name, value) for name, value in vars(module).items()
                  if isinstance(value, dict) and "WRONG" in name and value]
         if not banks:  # checker tests without a bank of named mistakes (cases found in review)
             continue
-        lines.append(f"**{path.stem[-2:]}**: "
+        lines.append(f"**{path.stem.removeprefix('test_checkers_')}**: "
                      + sum(len(bank) for _, bank in banks).__str__() + " named mistakes, each rejected with its hint.")
         for name, bank in banks:
             keys = [k if isinstance(k, str) else getattr(k, "__name__", str(k)).replace("_", " ") for k in bank]
