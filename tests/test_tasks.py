@@ -56,6 +56,13 @@ def test_an_error_raised_by_the_written_function_names_the_tasks_and_the_error(s
     assert out.count("\n") == 1
 
 
+def test_a_written_function_that_calls_a_stub_says_so(shell, capsys):
+    shell.run_cell(f"def f(n):\n    {STUB}", store_history=False)
+    shell.run_cell("def g(n):\n    return f(n) + 1", store_history=False)
+    _, out = _run(shell, "# needs task 2 (g)\ng(1)", capsys)
+    assert out == "Task 2 (`g`) calls a function whose task is not done yet: write it above, then run this cell again.\n"
+
+
 def test_a_guarded_cell_that_works_binds_prints_and_displays_as_without_its_line(shell, capsys):
     shell.run_cell("def f(n):\n    return n + 1", store_history=False)
     result, out = _run(shell, "# needs task 2 (f)\nprint(f(1))\ny = f(3)\ny * 2", capsys)

@@ -180,6 +180,8 @@ def different_answer(needs: dict[str, int], error: BaseException) -> str:
     which = which[0].upper() + which[1:]
     lines = str(error).strip().splitlines()
     detail = lines[0].strip().rstrip(".") if lines else ""
+    if isinstance(error, NotImplementedError) and STUB_MESSAGE in str(error):  # it calls another task's stub
+        return f"{which} calls a function whose task is not done yet: write it above, then run this cell again."
     if isinstance(error, AssertionError):
         what = f"gives a different answer here: {detail}" if detail else "gives a different answer here"
     else:
