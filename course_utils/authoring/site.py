@@ -18,6 +18,11 @@ Nothing here is written by hand twice. Before Sphinx reads anything, ``prepare(d
     waiting cell or a checker prints about an unfinished task, and the views of interactive
     widgets (they need a kernel: the static drawing stored beside each widget is what the page
     shows) are dropped;
+  - the title (the first level-1 heading) in plain text: ``$\sqrt{d_k}$`` becomes ``√d_k``
+    (``plain_title``), so that no page title, sidebar entry or search result shows raw LaTeX;
+  - every image a code cell outputs gets alt text that says what it shows (``plot_alt``: the
+    figure's title in the cell's code, else the first sentence of the Markdown above it), never
+    the file path myst-nb would give it;
   - images: a relative link to an image under ``notebooks/`` (the drawings in
     ``notebooks/figures/``) stays relative and the file is copied beside the page; an image
     attached to a markdown cell (``![alt](attachment:name.svg)``, which myst-nb does not
@@ -96,7 +101,7 @@ def notebook_title(nb: nbformat.NotebookNode, fallback: str) -> str:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 if line.startswith("# "):
-                    return line[2:].strip()
+                    return plain_title(line[2:].strip())
     return fallback
 
 
@@ -167,6 +172,68 @@ def launch_markdown(path: Path) -> str:
     return f"[Binder]({binder}) · [Colab]({colab})"
 
 
+# --- Titles and alt text in plain words -------------------------------------------------------------------------
+
+_LATEX_WORDS = {r"\times": "×", r"\cdot": "·", r"\le": "≤", r"\ge": "≥", r"\infty": "∞", r"\to": "→",
+                r"\ldots": "…", r"\dots": "…", r"\approx": "≈", r"\neq": "≠", r"\ne": "≠"}  # fmt: skip
+_SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def plain_math(latex: str) -> str:
+    """A short LaTeX formula as plain text: ``\sqrt{d_k}`` -> ``√d_k``, ``n \times m`` -> ``n × m``, ``n^2`` -> ``n²``."""
+    text = re.sub(r"\\sqrt\{([^{}]*)\}", r"√\1", latex)
+    text = re.sub(r"\\(?:text|mathrm|mathbf|operatorname)\{([^{}]*)\}", r"\1", text)
+    for command, word in sorted(_LATEX_WORDS.items(), key=lambda kv: -len(kv[0])):
+        text = re.sub(re.escape(command) + r"(?![A-Za-z])", word, text)
+    text = re.sub(r"\^\{?(\d+)\}?", lambda m: m.group(1).translate(_SUPERSCRIPTS), text)
+    text = re.sub(r"\\([A-Za-z]+)", r"\1", text)  # any other command: its name
+    return re.sub(r"\s+", " ", text.replace("{", "").replace("}", "")).strip()
+
+
+def plain_title(title: str) -> str:
+    """A heading's text with every ``$...$`` formula in plain text (``plain_math``)."""
+    return re.sub(r"\$([^$]+)\$", lambda m: plain_math(m.group(1)), title)
+
+
+TITLE_CALL = re.compile(r"""\b(?:suptitle|set_title|title)\(\s*f?(?P<q>["'])(?P<text>.+?)(?P=q)""")
+TITLE_ARGUMENT = re.compile(r"""\btitle\s*=\s*f?(?P<q>["'])(?P<text>.+?)(?P=q)""")
+
+
+def _plain_words(markdown: str) -> str:
+    text = re.sub(r"<[^>]+>", " ", markdown)  # HTML tags and comments
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links and images: their text
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    text = plain_title(text).replace("`", "").replace("**", "").replace("*", "")
+    text = re.sub(r"^#+ .*$", "", text, flags=re.M)  # headings: not what a plot shows
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def plot_alt(source: str, markdown_before: str) -> str:
+    """Alt text for the images a code cell outputs: "Plot: " and the figure's titles in the cell's
+    code (``fig.suptitle``, ``ax.set_title``, ``title=``; an f-string's fields dropped), else the
+    first sentence of the Markdown cell above it."""
+    titles = []
+    for m in [*TITLE_CALL.finditer(source), *TITLE_ARGUMENT.finditer(source)]:
+        text = re.sub(r"\{[^{}]*\}", "…", m.group("text")).replace("\\n", " ")
+        text = plain_title(re.sub(r"\s+", " ", text)).strip(" :")
+        if len(re.findall(r"[A-Za-z]{2,}", text)) >= 2 and text not in titles:  # words, not only f-string fields
+            titles.append(text)
+    if titles:
+        return "Plot: " + "; ".join(titles[:3])
+    words = _plain_words(markdown_before)
+    sentence = re.split(r"(?<=[.!?])\s", words, maxsplit=1)[0] if words else ""
+    if len(sentence) > 200:
+        sentence = sentence[:200].rsplit(" ", 1)[0] + " …"
+    return f"Plot: {sentence}" if sentence else "Plot drawn by the code above"
+
+
+def _image_alt(cell: nbformat.NotebookNode, markdown_before: str) -> None:
+    """Give a code cell that outputs an image its alt text (myst-nb's cell option ``mystnb.image.alt``)."""
+    if any(set(o.get("data", {})) & set(ATTACHMENT_SUFFIX) for o in cell.get("outputs", [])):
+        options = cell.metadata.setdefault("mystnb", {}).setdefault("image", {})
+        options.setdefault("alt", plot_alt(cell.source, markdown_before))
+
+
 # --- Notebook pages -------------------------------------------------------------------------------------------
 
 
@@ -223,7 +290,7 @@ def page_notebook(nb: nbformat.NotebookNode, path: Path, solution: nbformat.Note
     launch = f"Run this notebook yourself: {launch_markdown(path)}, or on your own machine."
     if solution is not None:
         launch += "\n\n" + SOLVED_NOTE
-    cells = []
+    cells, markdown_before = [], ""
     for cell in solved_cells(solution) if solution is not None else page.cells:
         tags = cell.metadata.get("tags", [])
         if COLAB_TAG in tags or BADGES_TAG in tags:
@@ -233,13 +300,16 @@ def page_notebook(nb: nbformat.NotebookNode, path: Path, solution: nbformat.Note
             if NEEDS.match(lines[0]):  # a lesson without a twin that guards a cell by hand
                 cell.source = lines[1] if len(lines) > 1 else ""
             cell.outputs = _reading_outputs(cell.outputs)
+            _image_alt(cell, markdown_before)
         else:  # a link to another notebook stays a page link; one to any other file goes to GitHub
             cell.source = rewrite_links(cell.source, PAGES, PAGES, _published())
+            markdown_before = cell.source
         cells.append(cell)
-    # The launch links go right under the title (the badges cell stands above it).
+    # The launch links go right under the title (the badges cell stands above it); the title in plain text.
     title = next((c for c in cells if c.cell_type == "markdown" and re.search(r"^# ", c.source, re.M)), None)
     if title is not None:
-        title.source = re.sub(r"^(# .*)$", lambda m: f"{m.group(1)}\n\n{launch}\n", title.source, count=1, flags=re.M)
+        title.source = re.sub(r"^# (.*)$", lambda m: f"# {plain_title(m.group(1))}\n\n{launch}\n", title.source,
+                              count=1, flags=re.M)  # fmt: skip
     else:
         cells.insert(0, nbformat.v4.new_markdown_cell(launch))
     page.cells = cells
