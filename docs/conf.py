@@ -44,7 +44,7 @@ extensions = [
     "myst_nb",  # notebooks and Markdown pages
     "sphinx-mathjax-offline",  # (the package is named so) MathJax 3 served from _static/, not from a CDN
 ]
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "requirements.txt"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "requirements.txt", "_static"]
 
 # Notebooks are shown with the outputs they store (an exercise with its solution's): nbval (`pytest`) checks those.
 nb_execution_mode = "off"
@@ -70,6 +70,13 @@ html_theme_options = {
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
 }
+
+
+# course.css: long code lines scroll, long output lines wrap (never cut off). search_snippets.js: a
+# search result's snippet starts with the page's text, not the theme's buttons.
+html_static_path = ["_static"]
+html_css_files = ["course.css"]
+html_js_files = ["search_snippets.js"]
 
 
 def _remove_stale_pages(app, exception) -> None:

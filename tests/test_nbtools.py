@@ -62,6 +62,18 @@ def test_student_badges_open_the_student_version():
     assert "notebooks/05_x.ipynb" in student.cells[0].source and "solutions" not in student.cells[0].source
 
 
+def test_the_launch_links_are_text_that_reads_offline():
+    """No remote badge image: offline it would be a broken-image icon at the top of every notebook."""
+    import re
+
+    from course_utils.authoring.nbtools import NOTEBOOKS, badges, launch_links
+
+    header = badges(NOTEBOOKS / "01_example.ipynb")
+    assert not re.search(r"!\[|<img|\.svg|\.png", header), header
+    links = re.findall(r"\[([^\]]+)\]\(([^)]+)\)", header)
+    assert links == [("Binder", launch_links(NOTEBOOKS / "01_example.ipynb")[0]), ("Colab", launch_links(NOTEBOOKS / "01_example.ipynb")[1])]
+
+
 def test_colab_cell_does_nothing_and_prints_nothing_outside_colab():
     import subprocess
     import sys

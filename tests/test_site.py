@@ -37,7 +37,7 @@ import pytest
 
 from course_utils.helpers.tasks import WAITING
 from course_utils.authoring import nbtools
-from course_utils.authoring import site
+from course_utils.authoring import site, site_text
 from course_utils.authoring.nbtools import BEGIN, NOTEBOOKS, ROOT, SOLUTIONS, STUB, launch_links, make_student_notebook
 from course_utils.authoring.student_versions import END, is_task_cell, solution_lines
 
@@ -88,6 +88,10 @@ class Page(html.parser.HTMLParser):
         self.output_text: list[str] = []
         self.code_text: list[str] = []  # the text of every <pre>
         self.text: list[str] = []  # every text of the page but scripts and styles
+        self.title = ""  # the text of <title>
+        self.link_texts: list[str] = []  # the text of every <a> (the sidebar's entries among them)
+        self.image_alts: list[tuple[str, str | None]] = []  # (src, alt) of every <img> of the article
+        self._title = self._link = 0
         self._divs: list[bool] = []  # for each open <div>: does it open a cell output?
         self._pre = self._article = self._hidden = 0
         self.feed(path.read_text(encoding="utf-8"))
@@ -102,8 +106,14 @@ class Page(html.parser.HTMLParser):
             self._divs.append("cell_output" in (a.get("class") or "").split())
         elif tag == "a" and a.get("href"):
             self.links.append(a["href"])
+            self.link_texts.append("")
+            self._link += 1
+        elif tag == "title":
+            self._title += 1
         elif tag in ("script", "img") and a.get("src"):
             self.assets.append(a["src"])
+            if tag == "img" and self._article:
+                self.image_alts.append((a["src"], a.get("alt")))
             if tag == "img" and self.in_output:
                 self.output_images.append(a["src"])
             elif tag == "img" and self._article:
@@ -125,10 +135,18 @@ class Page(html.parser.HTMLParser):
             self._pre -= 1
         elif tag == "article" and self._article:
             self._article -= 1
+        elif tag == "a" and self._link:
+            self._link -= 1
+        elif tag == "title" and self._title:
+            self._title -= 1
         elif tag in ("script", "style") and self._hidden:
             self._hidden -= 1
 
     def handle_data(self, data):
+        if self._title:
+            self.title += data
+        if self._link and self.link_texts:
+            self.link_texts[-1] += data
         if self.in_output:
             self.output_text.append(data)
         if self._pre:
@@ -254,6 +272,29 @@ def test_links_to_pages_stay_and_other_repository_links_go_to_github():
     assert f"[sol]({site.REPOSITORY_URL}/blob/" in out and out.count("/notebooks/solutions/05_x.ipynb)") == 1
     assert "[web](https://example.org)" in out and "[here](#start)" in out
     assert f"[folder]({site.REPOSITORY_URL}/tree/" in site.rewrite_links("[folder](binder/)", "", "", pages)
+
+
+def test_titles_are_plain_text():
+    assert site_text.plain_title(r"01b · Why $\sqrt{d_k}$, and masks") == "01b · Why √d_k, and masks"
+    assert site_text.plain_title(r"without the $n \times m$ matrix, $O(n^2)$") == "without the n × m matrix, O(n²)"
+    assert site_text.plain_title(r"$\text{softmax}(x) \le 1$ and $\alpha$") == "softmax(x) ≤ 1 and alpha"
+
+
+def test_a_plot_gets_alt_text_that_says_what_it_shows():
+    new = nbformat.v4
+    png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure size 640x480 with 1 Axes>"}
+    nb = new.new_notebook(cells=[
+        new.new_markdown_cell("# 99 · The $\\sqrt{n}$ example"),
+        new.new_markdown_cell("## 1. A plot\n\nThe weights of the first query, one bar per key. More words."),
+        new.new_code_cell("plt.bar(range(3), w)\nplt.show()", outputs=[new.new_output("display_data", data=png)]),
+        new.new_code_cell('fig.suptitle(f"Loss over {steps} steps")\nax.set_title("head 0")',
+                          outputs=[new.new_output("display_data", data=png)]),
+        new.new_code_cell("print(1)", outputs=[new.new_output("stream", text="1\n")]),
+    ])  # fmt: skip
+    page = site.page_notebook(nb, NOTEBOOKS / "99_example.ipynb")
+    assert page.cells[0].source.startswith("# 99 · The √n example\n")
+    alts = [c.metadata.get("mystnb", {}).get("image", {}).get("alt") for c in page.cells if c.cell_type == "code"]
+    assert alts == ["Plot: The weights of the first query, one bar per key.", "Plot: Loss over … steps", None]
 
 
 def _exercise(name: str = "98_exercise.ipynb", solutions: Path = SOLUTIONS) -> nbformat.NotebookNode:
@@ -516,6 +557,35 @@ def test_solutions_are_not_published(built, pages):
         regions = sum(c.source.count(BEGIN) for c in nbformat.read(solution, as_version=4).cells)
         code = "\n".join(pages[_page_of(solution)].code_text)
         assert code.count(STUB) == regions, f"the page of {solution.name} does not show one stub per task"
+
+
+RAW_LATEX = re.compile(r"\$|\\(sqrt|times|text|frac|mathrm|cdot|le|ge)\b")
+FILE_NAME = re.compile(r"(^|/)[\w.-]+\.(png|svg|jpe?g|gif|webp)$", re.I)
+
+
+def test_no_page_title_sidebar_entry_or_search_entry_shows_raw_latex(built, pages):
+    """Titles are text everywhere (the browser's tab, the sidebar, search results), where no formula is drawn."""
+    bad = {name: page.title for name, page in pages.items() if RAW_LATEX.search(page.title)}
+    for name in ("index.html", "search.html", "genindex.html"):  # pages without MathJax: their sidebar is text
+        bad |= {f"{name} link": t for t in pages[name].link_texts if RAW_LATEX.search(t)} if name in pages else {}
+    assert not bad, f"raw LaTeX in page titles or links: {bad}"
+    index = (built / "searchindex.js").read_text(encoding="utf-8")
+    titles = re.search(r'"titles":\s*(\[[^\]]*\])', index)
+    assert titles and not RAW_LATEX.search(titles.group(1)), f"raw LaTeX in the search index's titles: {titles and titles.group(1)}"
+
+
+def test_no_image_has_a_file_name_for_alt_text(pages):
+    bad = {name: (src, alt) for name, page in pages.items() for src, alt in page.image_alts
+           if not (alt or "").strip() or FILE_NAME.search(alt.strip()) or alt.strip() == src}  # fmt: skip
+    assert not bad, f"images whose alt text is missing or a file name: {bad}"
+
+
+def test_search_snippets_skip_the_theme_buttons_and_long_lines_are_not_cut_off(built, pages):
+    page = pages["search.html"]
+    assert any("search_snippets.js" in a for a in page.assets) and (built / "_static" / "search_snippets.js").is_file()
+    assert any("course.css" in a for a in pages["index.html"].assets)
+    css = (built / "_static" / "course.css").read_text(encoding="utf-8")
+    assert "pre-wrap" in css and "overflow-x: auto" in css
 
 
 def test_nothing_is_loaded_from_the_network(built, pages):

@@ -14,6 +14,7 @@ def shell():
     yield sh
     sh.user_ns.pop("f", None)
     sh.user_ns.pop("Layer", None)
+    sh.user_ns.pop("g", None)
 
 
 def _run(shell, source, capsys):
@@ -34,9 +35,59 @@ def test_the_cell_runs_as_written_once_the_function_is_written(shell, capsys):
     assert out.startswith("4\n") and result.result == 5  # output and Out[] as without the line
 
 
-def test_errors_of_a_written_function_are_not_hidden(shell, capsys):
+def test_a_written_function_that_gives_another_answer_prints_one_line_and_run_all_goes_on(shell, capsys):
+    shell.run_cell("def f(n):\n    return n + 2", store_history=False)
+    source = "# needs task 2 (f)\nprint('before')\nassert f(1) == 2, 'f(1) gives 3, expected 2\\nmore detail'\nprint('after')"
+    result, out = _run(shell, source, capsys)
+    assert result.success and result.error_in_exec is None  # the kernel's reply is not an error
+    assert out == (
+        "before\nTask 2 (`f`) gives a different answer here: f(1) gives 3, expected 2. "
+        "Its checker above says more; the lesson goes on with the course's function.\n"
+    )
+    assert "[try again]" not in out  # only the checker cell says it
+
+
+def test_an_error_raised_by_the_written_function_names_the_tasks_and_the_error(shell, capsys):
     shell.run_cell("def f(n):\n    return 1 / 0", store_history=False)
-    result, _ = _run(shell, "# needs task 1 (f)\nf(3)", capsys)
+    shell.run_cell("def g(n):\n    return n", store_history=False)
+    result, out = _run(shell, "# needs task 1 (f), task 3 (g)\ny = g(f(3))", capsys)
+    assert result.success and "y" not in shell.user_ns
+    assert out.startswith("Task 1 (`f`) or task 3 (`g`) fails here with ZeroDivisionError: division by zero. ")
+    assert out.count("\n") == 1
+
+
+def test_a_written_function_that_calls_a_stub_says_so(shell, capsys):
+    shell.run_cell(f"def f(n):\n    {STUB}", store_history=False)
+    shell.run_cell("def g(n):\n    return f(n) + 1", store_history=False)
+    _, out = _run(shell, "# needs task 2 (g)\ng(1)", capsys)
+    assert out == "Task 2 (`g`) calls a function whose task is not done yet: write it above, then run this cell again.\n"
+
+
+def test_a_guarded_cell_that_works_binds_prints_and_displays_as_without_its_line(shell, capsys):
+    shell.run_cell("def f(n):\n    return n + 1", store_history=False)
+    result, out = _run(shell, "# needs task 2 (f)\nprint(f(1))\ny = f(3)\ny * 2", capsys)
+    assert out.startswith("2\n") and result.result == 8 and shell.user_ns.pop("y") == 4
+    result, out = _run(shell, "# needs task 2 (f)\nf(1)\nz = 1", capsys)  # no last expression: nothing shown
+    assert result.result is None and out == "" and shell.user_ns.pop("z") == 1
+
+
+def test_a_guarded_cell_that_fails_closes_the_figures_it_opened(shell, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    before = plt.figure()
+    shell.run_cell("def f(n):\n    raise ValueError('no')", store_history=False)
+    result, out = _run(shell, "# needs task 1 (f)\nimport matplotlib.pyplot as plt\nplt.figure()\nf(1)", capsys)
+    assert result.success and "ValueError: no." in out
+    assert plt.get_fignums() == [before.number]
+    plt.close("all")
+
+
+def test_errors_outside_guarded_cells_are_not_hidden(shell):
+    result = shell.run_cell("1 / 0", store_history=False)
     assert isinstance(result.error_in_exec, ZeroDivisionError)
 
 
@@ -55,6 +106,7 @@ def test_a_plain_comment_is_left_alone(shell, capsys):
 def test_enable_registers_once(shell):
     tasks.enable(shell)
     assert sum(getattr(t, "_course_task_skipper", False) for t in shell.input_transformers_post) == 1
+    assert sum(isinstance(t, tasks.GuardCell) for t in shell.ast_transformers) == 1
 
 
 def test_the_generator_marks_cells_that_use_a_task_directly_or_through_names():

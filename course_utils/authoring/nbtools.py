@@ -64,12 +64,11 @@ def launch_links(path: Path) -> tuple[str, str]:
 
 
 def badges(path: Path) -> str:
-    """The two badges every notebook starts with: open this notebook in Binder, or in Colab."""
+    """The two launch links every notebook starts with: open this notebook in Binder, or in Colab.
+    Plain text links, not the services' badge images: offline (a laptop on a train, a locked-down
+    lab) a remote image is a broken-image icon, while a text link still reads."""
     binder, colab = launch_links(path)
-    return (
-        f"[![Open in Binder](https://mybinder.org/badge_logo.svg)]({binder}) "
-        f"[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab})"
-    )
+    return f"Open this notebook in [Binder]({binder}) · in [Colab]({colab}) (a copy that runs in your browser)"
 
 
 def add_header(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:

@@ -18,6 +18,11 @@ Nothing here is written by hand twice. Before Sphinx reads anything, ``prepare(d
     waiting cell or a checker prints about an unfinished task, and the views of interactive
     widgets (they need a kernel: the static drawing stored beside each widget is what the page
     shows) are dropped;
+  - the title (the first level-1 heading) in plain text: ``$\sqrt{d_k}$`` becomes ``√d_k``
+    (``plain_title``), so that no page title, sidebar entry or search result shows raw LaTeX;
+  - every image a code cell outputs gets alt text that says what it shows (``plot_alt``: the
+    figure's title in the cell's code, else the first sentence of the Markdown above it), never
+    the file path myst-nb would give it;
   - images: a relative link to an image under ``notebooks/`` (the drawings in
     ``notebooks/figures/``) stays relative and the file is copied beside the page; an image
     attached to a markdown cell (``![alt](attachment:name.svg)``, which myst-nb does not
@@ -46,6 +51,7 @@ import nbformat
 
 from ..helpers.tasks import NEEDS, STUB_MESSAGE, WAITING
 from .nbtools import BADGES_TAG, BRANCH, COLAB_TAG, NOTEBOOKS, REPOSITORY, ROOT, SOLUTIONS, launch_links
+from .site_text import plain_title, plot_alt
 from .student_versions import is_task_cell, student_source
 
 README = ROOT / "README.md"
@@ -96,7 +102,7 @@ def notebook_title(nb: nbformat.NotebookNode, fallback: str) -> str:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 if line.startswith("# "):
-                    return line[2:].strip()
+                    return plain_title(line[2:].strip())
     return fallback
 
 
@@ -170,6 +176,13 @@ def launch_markdown(path: Path) -> str:
 # --- Notebook pages -------------------------------------------------------------------------------------------
 
 
+def _image_alt(cell: nbformat.NotebookNode, markdown_before: str) -> None:
+    """Give a code cell that outputs an image its alt text (myst-nb's cell option ``mystnb.image.alt``)."""
+    if any(set(o.get("data", {})) & set(ATTACHMENT_SUFFIX) for o in cell.get("outputs", [])):
+        options = cell.metadata.setdefault("mystnb", {}).setdefault("image", {})
+        options.setdefault("alt", plot_alt(cell.source, markdown_before))
+
+
 def _reading_outputs(outputs: list) -> list:
     """The outputs a reader sees: no errors (tracebacks), no lines about an unfinished task (a waiting
     cell's line, a checker's hint to replace the ``raise NotImplementedError`` line), no widget views
@@ -223,7 +236,7 @@ def page_notebook(nb: nbformat.NotebookNode, path: Path, solution: nbformat.Note
     launch = f"Run this notebook yourself: {launch_markdown(path)}, or on your own machine."
     if solution is not None:
         launch += "\n\n" + SOLVED_NOTE
-    cells = []
+    cells, markdown_before = [], ""
     for cell in solved_cells(solution) if solution is not None else page.cells:
         tags = cell.metadata.get("tags", [])
         if COLAB_TAG in tags or BADGES_TAG in tags:
@@ -233,13 +246,16 @@ def page_notebook(nb: nbformat.NotebookNode, path: Path, solution: nbformat.Note
             if NEEDS.match(lines[0]):  # a lesson without a twin that guards a cell by hand
                 cell.source = lines[1] if len(lines) > 1 else ""
             cell.outputs = _reading_outputs(cell.outputs)
+            _image_alt(cell, markdown_before)
         else:  # a link to another notebook stays a page link; one to any other file goes to GitHub
             cell.source = rewrite_links(cell.source, PAGES, PAGES, _published())
+            markdown_before = cell.source
         cells.append(cell)
-    # The launch links go right under the title (the badges cell stands above it).
+    # The launch links go right under the title (the badges cell stands above it); the title in plain text.
     title = next((c for c in cells if c.cell_type == "markdown" and re.search(r"^# ", c.source, re.M)), None)
     if title is not None:
-        title.source = re.sub(r"^(# .*)$", lambda m: f"{m.group(1)}\n\n{launch}\n", title.source, count=1, flags=re.M)
+        title.source = re.sub(r"^# (.*)$", lambda m: f"# {plain_title(m.group(1))}\n\n{launch}\n", title.source,
+                              count=1, flags=re.M)  # fmt: skip
     else:
         cells.insert(0, nbformat.v4.new_markdown_cell(launch))
     page.cells = cells

@@ -1,8 +1,12 @@
 """Self-check quizzes: multiple-choice questions answered with widgets that say right or wrong and why.
 
-``show_quiz(questions)`` displays one widget per question and, below them, the
-same questions with their answers in collapsed HTML, readable without a kernel
-(on GitHub, in a static render, or when widgets are unavailable).
+``show_quiz(questions)`` displays one widget per question. Where no widget can be drawn (on
+GitHub, on the course website, in any static render) the same output shows the questions with
+their answers in collapsed HTML instead: one quiz either way, never both in JupyterLab.
+
+The verdict ("Right." / "Not quite.") is white on a dark green or red label (``VERDICT_COLOURS``):
+its contrast does not depend on JupyterLab's light or dark theme; the explanation keeps the
+theme's own text colour.
 
 ``load_quiz("01")`` reads the questions of one notebook from the question bank
 ``data/quizzes.json``.
@@ -15,7 +19,7 @@ import json
 from dataclasses import dataclass
 
 import ipywidgets as widgets
-from IPython.display import HTML, display
+from IPython.display import display
 
 from ..models.data_files import data_path
 from .readable_widgets import ReadableVBox
@@ -60,6 +64,21 @@ def feedback(question: Question, choice: int) -> tuple[bool, str]:
     return False, f"Not quite. {reason + ' ' if reason else ''}The answer is: {right}. {question.why}"
 
 
+# (text, background) of the verdict label: white on dark green / red, above 4.5:1 (WCAG AA) on its
+# own background, so the same on JupyterLab's light and dark themes (tests/test_quiz.py measures it).
+VERDICT_COLOURS = {True: ("#ffffff", "#1b5e20"), False: ("#ffffff", "#b71c1c")}
+
+
+def feedback_html(ok: bool, text: str) -> str:
+    """The feedback line: the verdict (first word group, up to the first ". ") on its coloured label,
+    the explanation in the theme's text colour."""
+    verdict, _, rest = text.partition(". ")
+    colour, background = VERDICT_COLOURS[ok]
+    label = (f"<span style='color:{colour};background:{background};padding:0 0.3em;border-radius:3px;"
+             f"font-weight:bold'>{html.escape(verdict)}.</span>")
+    return f"{label} {html.escape(rest)}"
+
+
 def question_widget(question: Question, number: int = 1) -> widgets.VBox:
     """A radio-button question with a Check button and a feedback line."""
     choices = widgets.RadioButtons(
@@ -73,9 +92,7 @@ def question_widget(question: Question, number: int = 1) -> widgets.VBox:
         if choices.value is None:
             result.value = "<i>Pick an option first.</i>"
             return
-        ok, text = feedback(question, choices.value)
-        colour = "green" if ok else "#b00"
-        result.value = f"<span style='color:{colour}'>{html.escape(text)}</span>"
+        result.value = feedback_html(*feedback(question, choices.value))
 
     button.on_click(on_check)
     title = widgets.HTML(f"<b>Q{number}.</b> {html.escape(question.prompt)}")
@@ -96,15 +113,27 @@ def static_answers(questions: list[Question]) -> str:
     return "".join(parts)
 
 
+class QuizBox(ReadableVBox):
+    """The quiz's widgets; where they cannot be drawn, its HTML is the questions with folded answers."""
+
+    static_html = ""
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/html"] += self.static_html
+        return bundle
+
+
 def show_quiz(questions: list[Question]) -> None:
-    """Display the quiz widgets, then the static answers."""
+    """Display the quiz: widgets in Jupyter; the static answers (``static_answers``) where no widget
+    is drawn, as the same output's HTML, so that JupyterLab shows the quiz once."""
     if not questions:
         raise ValueError("show_quiz needs at least one question")
-    quiz = ReadableVBox([question_widget(q, i + 1) for i, q in enumerate(questions)])
+    quiz = QuizBox([question_widget(q, i + 1) for i, q in enumerate(questions)])
     quiz.fallback = (f"Interactive quiz ({len(questions)} questions): run the notebook to answer them here. "
                      "Below, the same questions with their answers to reveal.")
+    quiz.static_html = static_answers(questions)
     display(quiz)
-    display(HTML(static_answers(questions)))
 
 
 # The question bank: data/quizzes.json maps a notebook key ("01", "02", ...) to a list of
