@@ -1,4 +1,4 @@
-"""The course website's sources, generated from the repository: ``docs/conf.py`` calls ``prepare``.
+r"""The course website's sources, generated from the repository: ``docs/conf.py`` calls ``prepare``.
 
 Build the site (from the repository root; ``docs/requirements.txt`` installed):
 

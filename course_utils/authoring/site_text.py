@@ -15,7 +15,7 @@ _SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def plain_math(latex: str) -> str:
-    """A short LaTeX formula as plain text: ``\sqrt{d_k}`` -> ``√d_k``, ``n \times m`` -> ``n × m``, ``n^2`` -> ``n²``."""
+    r"""A short LaTeX formula as plain text: ``\sqrt{d_k}`` -> ``√d_k``, ``n \times m`` -> ``n × m``, ``n^2`` -> ``n²``."""
     text = re.sub(r"\\sqrt\{([^{}]*)\}", r"√\1", latex)
     text = re.sub(r"\\(?:text|mathrm|mathbf|operatorname)\{([^{}]*)\}", r"\1", text)
     for command, word in sorted(_LATEX_WORDS.items(), key=lambda kv: -len(kv[0])):
