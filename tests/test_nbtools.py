@@ -71,7 +71,8 @@ def test_the_launch_links_are_text_that_reads_offline():
     header = badges(NOTEBOOKS / "01_example.ipynb")
     assert not re.search(r"!\[|<img|\.svg|\.png", header), header
     links = re.findall(r"\[([^\]]+)\]\(([^)]+)\)", header)
-    assert links == [("Binder", launch_links(NOTEBOOKS / "01_example.ipynb")[0]), ("Colab", launch_links(NOTEBOOKS / "01_example.ipynb")[1])]
+    binder, colab = launch_links(NOTEBOOKS / "01_example.ipynb")[:2]
+    assert links == [("Binder", binder), ("Colab", colab)]
 
 
 def test_colab_cell_does_nothing_and_prints_nothing_outside_colab():

@@ -348,7 +348,8 @@ def test_a_lesson_without_a_twin_shows_no_guard_line_and_no_line_about_an_unfini
     assert page.cells[2].source == "print(f(2))\nprint('after')" and page.cells[2].outputs[0].text == "before\n"
 
 
-SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="240" height="60" role="img"><title>t</title><rect width="240" height="60" fill="#0072B2"/></svg>'
+SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="240" height="60" role="img"><title>t</title>'
+       '<rect width="240" height="60" fill="#0072B2"/></svg>')
 
 
 @pytest.fixture
@@ -378,9 +379,11 @@ def tiny_course(tmp_path, monkeypatch):
     monkeypatch.setattr(site, "INSTRUCTORS", tmp_path / "INSTRUCTORS.md")
     solution = _exercise("02_exercise.ipynb", tmp_path / "notebooks" / "solutions")
     nbformat.write(solution, tmp_path / "notebooks" / "solutions" / "02_exercise.ipynb")
-    nbformat.write(make_student_notebook(solution, tmp_path / "notebooks" / "02_exercise.ipynb"), tmp_path / "notebooks" / "02_exercise.ipynb")
+    student = tmp_path / "notebooks" / "02_exercise.ipynb"
+    nbformat.write(make_student_notebook(solution, student), student)
     (tmp_path / "README.md").write_text("# Course\n\nIntro.\n\n## The notebooks\n\n| # | notebook | what | launch |\n"
-                                        "| --- | --- | --- | --- |\n| 01 | [A lesson](notebooks/01_lesson.ipynb) | a | x |\n", encoding="utf-8")
+                                        "| --- | --- | --- | --- |\n| 01 | [A lesson](notebooks/01_lesson.ipynb) | a | x |\n",
+                                        encoding="utf-8")
     return tmp_path
 
 
@@ -645,7 +648,7 @@ def test_a_page_draws_its_figures_and_formulas_in_chromium(browser, server):
         # MathJax typesets after the page has loaded: one <mjx-container> per formula.
         try:
             page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
-        except Exception:  # playwright's TimeoutError: counted below
+        except Exception:  # noqa: BLE001 (playwright's TimeoutError: the formulas are counted below)
             pass
         page.wait_for_load_state("networkidle")
         formulas = page.locator("mjx-container").count()

@@ -181,7 +181,7 @@ def grade_folder(folder: Path, *, jobs: int = 1, timeout: float = 120, task_time
                        for slot in range(max(1, jobs)))
         if header:
             header(len(items), iso, all(groups))
-        for path, rel, why in items:
+        for _path, rel, why in items:
             if why:
                 done(Result(rel, problem=f"invalid: {why}"))
         ctx = Context(table, iso, 0, run_dir, package, timeout, task_timeout, limits, groups)

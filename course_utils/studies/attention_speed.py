@@ -72,7 +72,7 @@ def fused_ratio(T: int = 1024, *, B: int = 1, heads: int = 8, d_k: int = 64, rep
     torch.set_num_threads(1)
     try:
         times: dict[str, list[float]] = {name: [] for name in calls}
-        for name, fn in calls.items():
+        for fn in calls.values():
             fn()  # warm-up: first-call costs
         for _ in range(repeats):
             for name, fn in calls.items():

@@ -13,7 +13,8 @@ float64, the notebook's 5-D (sequences, layers, heads, T, T)) and hidden random 
 (causal rows drawn with several temperatures, one-hot rows, 4-D and 5-D shapes, the
 boundaries L = 1, L = 2 and L = T - 1), names the mistakes it recognises (the earlier occurrence
 instead of the token after it, query L - 1 counted, every query counted, the transpose, a sum, the
-wrong shape, type (a NumPy array) or dtype (the notebook's torch.allclose raises on either), an in-place change) where no other mistake gives the same numbers, and otherwise
+wrong shape, type (a NumPy array) or dtype (the notebook's torch.allclose raises on either), an in-place
+change) where no other mistake gives the same numbers, and otherwise
 says which score differs.
 """
 
@@ -119,8 +120,8 @@ def _check_once(fn: Callable, weights: torch.Tensor, L: int, where: str) -> None
     k = int(diff.argmax())
     at = f" at index {tuple(int(i) for i in np.unravel_index(k, want.shape))}" if want.dim() else ""
     should, was = two_numbers(want.flatten()[k].item(), got.flatten()[k].item())
-    raise Hint(f"the score{at} should be {should}, got {was}; {int(bad.sum())} of {bad.numel()} scores differ. The score of a head is the mean of "
-               "weights[..., i, i - L + 1] over the queries i = L .. T-1.", where)
+    raise Hint(f"the score{at} should be {should}, got {was}; {int(bad.sum())} of {bad.numel()} scores differ. "
+               "The score of a head is the mean of weights[..., i, i - L + 1] over the queries i = L .. T-1.", where)
 
 
 def _causal_rows(shape: tuple[int, ...], g: torch.Generator, temperature: float, causal: bool = True) -> torch.Tensor:
