@@ -15,19 +15,17 @@ import torch
 from course_utils.core.attention import scaled_dot_product_attention
 from course_utils.core.masks import causal_mask, padding_mask
 from course_utils.core.metrics import attention_entropy, mean_attention_distance
-from course_utils.core.multihead import MultiHeadAttention
+from course_utils.core.multihead import MultiHeadAttention, to_torch_multihead
 from course_utils.core.positions import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
     sinusoidal_positional_encoding,
 )
-from course_utils.core.multihead import to_torch_multihead
 from course_utils.core.rope import RotaryMultiHeadAttention, apply_rope
 from course_utils.core.scores import AdditiveScore, MultiplicativeScore, dot_scores
-from course_utils.core.tiled_attention import tiled_attention
-from course_utils.core.transformer import to_torch_encoder_layer
 from course_utils.core.sparse import sparsemax, topk_softmax
-from course_utils.core.transformer import PositionwiseFeedForward, TransformerBlock
+from course_utils.core.tiled_attention import tiled_attention
+from course_utils.core.transformer import PositionwiseFeedForward, TransformerBlock, to_torch_encoder_layer
 from course_utils.helpers.plotting import plot_attention
 from course_utils.helpers.timing import tensor_bytes, time_calls
 from course_utils.models.data_files import data_path

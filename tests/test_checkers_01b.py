@@ -3,21 +3,13 @@ the hidden cases that now cover the whole class of each mistake."""
 
 import pytest
 import torch
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import once as _run_once
+from checker_testing import verdicts as _verdicts
 
 from course_utils.helpers.checkers import check_masked_softmax, scaling_and_masks
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 def _fill(value):
@@ -49,11 +41,6 @@ def test_01b_hidden_cases_stay_inside_the_promise_and_reach_its_edge():
 
 
 # ------------------------------------------------------------------ the first bank of right and wrong answers
-
-
-def _run_once(check, fn, capsys):
-    ok = check(fn)
-    return ok, capsys.readouterr().out
 
 
 def ms_finfo(scores, mask):

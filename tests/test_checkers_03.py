@@ -4,24 +4,12 @@ checker", no hint naming a mistake that was not made) and every valid answer the
 
 import pytest
 import torch
+from checker_testing import all_are as _all
+from checker_testing import once as _run_once
+from checker_testing import results_over_seeds as _run
 
 from course_utils.helpers import checkers
 from course_utils.helpers.checkers import check_split_heads
-
-
-def _run(check, fn, capsys, seeds=(0, 1, 2)):
-    results = [check(fn, seed=s) for s in seeds]
-    capsys.readouterr()
-    return results
-
-
-def _all(results, status, *words):
-    for r in results:
-        assert r.status == status, r.message
-        assert "bug in the checker" not in r.message
-        for word in words:
-            assert word in r.message, r.message
-
 
 # --------------------------------------------------------------------------- 03 split_heads
 
@@ -78,11 +66,6 @@ def test_split_heads_blames_the_notebooks_variables_only_when_its_sizes_show(cap
 
 
 # ------------------------------------------------------------------ the first bank of right and wrong answers
-
-
-def _run_once(check, fn, capsys):
-    ok = check(fn)
-    return ok, capsys.readouterr().out
 
 
 def split_by_view(x, num_heads):

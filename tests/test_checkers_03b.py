@@ -4,6 +4,8 @@ checker", no hint naming a mistake that was not made) and every valid answer the
 
 import pytest
 import torch
+from checker_testing import all_are as _all
+from checker_testing import results_over_seeds as _run
 from torch import nn
 
 from course_utils import MultiHeadAttention, causal_mask, to_torch_multihead
@@ -12,21 +14,6 @@ from course_utils.helpers.checkers.pytorch_multihead import (
     _cases,
     check_torch_attn_mask,
 )
-
-
-def _run(check, fn, capsys, seeds=(0, 1, 2)):
-    results = [check(fn, seed=s) for s in seeds]
-    capsys.readouterr()
-    return results
-
-
-def _all(results, status, *words):
-    for r in results:
-        assert r.status == status, r.message
-        assert "bug in the checker" not in r.message
-        for word in words:
-            assert word in r.message, r.message
-
 
 # --------------------------------------------------------------------------- 03b torch_attn_mask
 

@@ -6,22 +6,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from checker_testing import all_wrong as _all_wrong
 
 from course_utils.helpers.checkers import check_peak_offsets
 from course_utils.helpers.lesson_plots import anti_diagonal_offsets
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 @pytest.mark.parametrize("value, shown", [(float("nan"), "got nan"), (float("inf"), "got inf"), (-math.inf, "got -inf")])

@@ -4,6 +4,9 @@ the hidden cases that now cover the whole class of each mistake."""
 import numpy as np
 import pytest
 import torch
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import once as _run_once
+from checker_testing import verdicts as _verdicts
 
 from course_utils.helpers.checkers import (
     check_alignment_accuracy,
@@ -14,17 +17,6 @@ from course_utils.helpers.checkers import (
 from course_utils.models import dates as D
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 def _hits(w, s):
@@ -70,11 +62,6 @@ def test_04b_no_case_asks_for_an_input_without_spans(capsys):
 
 def stub(*args):
     raise NotImplementedError
-
-
-def _run_once(checker, fn, capsys) -> tuple[bool, str]:
-    ok = checker(fn)
-    return ok, capsys.readouterr().out
 
 
 def full_year_if(yy):

@@ -6,6 +6,8 @@ agrees with a trained model's attention."""
 import numpy as np
 import pytest
 import torch
+from checker_testing import all_are as _all
+from checker_testing import results_over_seeds as _run
 
 from course_utils.helpers import checkers
 from course_utils.helpers.checkers import induction_heads
@@ -304,20 +306,6 @@ def test_the_circuits_reject_bad_shapes():
 
 
 
-
-
-def _run(check, fn, capsys, seeds=(0, 1, 2)):
-    results = [check(fn, seed=s) for s in seeds]
-    capsys.readouterr()
-    return results
-
-
-def _all(results, status, *words):
-    for r in results:
-        assert r.status == status, r.message
-        assert "bug in the checker" not in r.message
-        for word in words:
-            assert word in r.message, r.message
 
 
 # --------------------------------------------------------------------------- 07b induction_score

@@ -7,21 +7,14 @@ import math
 import numpy as np
 import pytest
 import torch
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import passes_every_draw as _passes_every_draw
+from checker_testing import stub_is_not_yet as _stub_is_not_yet
+from checker_testing import wrong as _wrong
 
 from course_utils.helpers.checkers import check_decode_position
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 def test_09_atan_of_sine_over_cosine_is_named_as_such(capsys):
@@ -36,26 +29,6 @@ def test_09_atan_of_sine_over_cosine_is_named_as_such(capsys):
 
 
 TEN_SEEDS = range(10)  # every hidden draw differs; 10 prove what 100 did (each draw covers every size and mask)
-
-
-def _passes_every_draw(checker, answer, seeds, capsys):
-    wrong = [s for s in seeds if not checker(answer, seed=s)]
-    assert not wrong, (answer.__name__, wrong[:5], capsys.readouterr().out[-1500:])
-
-
-def _stub_is_not_yet(checker, task, capsys):
-    result = checker(_stub)
-    assert result.status == "not done" and capsys.readouterr().out.startswith(f"[not yet] {task}")
-
-
-def _wrong(capsys, result, phrase):
-    out = capsys.readouterr().out
-    assert not result and result.status == "wrong", out
-    assert out.startswith("[try again]") and phrase in out, out
-
-
-def _stub(*args):
-    raise NotImplementedError("Your turn: replace this line with your code.")
 
 
 def _slowest_angle(pe):

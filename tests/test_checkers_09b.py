@@ -3,31 +3,14 @@ that names it, and several correct answers pass."""
 
 import pytest
 import torch
+from checker_testing import passes_every_draw as _passes_every_draw
+from checker_testing import stub_is_not_yet as _stub_is_not_yet
+from checker_testing import wrong as _wrong
 
 from course_utils.core.transformer import TransformerBlock
 from course_utils.helpers.checkers import check_pre_norm_block
 
 SEEDS = range(10)  # every hidden draw differs; 10 prove what 100 did (each draw covers every size and mask)
-
-
-def _passes_every_draw(checker, answer, seeds, capsys):
-    wrong = [s for s in seeds if not checker(answer, seed=s)]
-    assert not wrong, (answer.__name__, wrong[:5], capsys.readouterr().out[-1500:])
-
-
-def _stub_is_not_yet(checker, task, capsys):
-    result = checker(_stub)
-    assert result.status == "not done" and capsys.readouterr().out.startswith(f"[not yet] {task}")
-
-
-def _wrong(capsys, result, phrase):
-    out = capsys.readouterr().out
-    assert not result and result.status == "wrong", out
-    assert out.startswith("[try again]") and phrase in out, out
-
-
-def _stub(*args):
-    raise NotImplementedError("Your turn: replace this line with your code.")
 
 
 def pre_norm(block, x, mask=None):

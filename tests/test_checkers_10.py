@@ -3,22 +3,13 @@ the hidden cases that now cover the whole class of each mistake."""
 
 import pytest
 import torch
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import verdict_and_output as _verdict
 
 from course_utils.core.sparse import sparsemax
 from course_utils.helpers.checkers import check_sparsemax_threshold
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 def test_10_a_nan_threshold_is_not_called_different_answers(capsys):
@@ -27,11 +18,6 @@ def test_10_a_nan_threshold_is_not_called_different_answers(capsys):
 
 
 # ------------------------------------------------------------------ the first bank of right and wrong answers
-
-
-def _verdict(capsys, checker, fn):
-    ok = checker(fn)
-    return ok, capsys.readouterr().out
 
 
 def tau_sorting(z):

@@ -4,21 +4,12 @@ the hidden cases that now cover the whole class of each mistake."""
 import numpy as np
 import pytest
 import torch
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import verdict_and_output as _verdict
 
 from course_utils.helpers.checkers import check_next_token_probs, next_token_predictor
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -38,11 +29,6 @@ def test_11_hidden_cases_reach_past_float64s_exp():
 
 
 # ------------------------------------------------------------------ the first bank of right and wrong answers
-
-
-def _verdict(capsys, checker, fn):
-    ok = checker(fn)
-    return ok, capsys.readouterr().out
 
 
 def probs_ok(logits, t):

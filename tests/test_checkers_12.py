@@ -3,13 +3,9 @@ that names it, and several correct answers pass."""
 
 import pytest
 import torch
+from checker_testing import verdict_and_output as _verdict
 
 from course_utils.helpers.checkers import check_marker_beside
-
-
-def _verdict(capsys, checker, fn):
-    ok = checker(fn)
-    return ok, capsys.readouterr().out
 
 
 def beside_shift(tokens, marker_id):

@@ -4,6 +4,10 @@ the hidden cases that now cover the whole class of each mistake."""
 import numpy as np
 import pytest
 import torch
+from checker_testing import all_are as _all
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import results_over_seeds as _run
+from checker_testing import verdict_and_output as _verdict
 
 from course_utils.helpers import checkers
 from course_utils.helpers.checkers import (
@@ -12,17 +16,6 @@ from course_utils.helpers.checkers import (
 )
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 def _share(w, lengths, k):
@@ -34,20 +27,6 @@ def _share(w, lengths, k):
 @pytest.mark.parametrize("convert", [str, np.str_, lambda v: bool(v), lambda v: np.bool_(v), lambda v: [v]])
 def test_13_a_number_as_a_string_or_bool_is_refused(convert, capsys):
     _all_wrong(check_argmax_offset_share, lambda w, n, k: convert(_share(w, n, k)), "one number")
-
-
-def _run(check, fn, capsys, seeds=(0, 1, 2)):
-    results = [check(fn, seed=s) for s in seeds]
-    capsys.readouterr()
-    return results
-
-
-def _all(results, status, *words):
-    for r in results:
-        assert r.status == status, r.message
-        assert "bug in the checker" not in r.message
-        for word in words:
-            assert word in r.message, r.message
 
 
 # --------------------------------------------------------------------------- 13 argmax_offset_share
@@ -75,11 +54,6 @@ def test_argmax_offset_share_cases_put_no_weight_on_padding():
 
 
 # ------------------------------------------------------------------ the first bank of right and wrong answers
-
-
-def _verdict(capsys, checker, fn):
-    ok = checker(fn)
-    return ok, capsys.readouterr().out
 
 
 def share_vectorised(weights, lengths, offset):

@@ -6,25 +6,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import slopes as _slopes
+from checker_testing import verdict_and_output as _verdict
 
 from course_utils.helpers.checkers import check_slopes
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
-
-
-def _slopes(T, t):
-    return [math.log(b / a) / math.log(T1 / T0) for T0, T1, a, b in zip(T, T[1:], t, t[1:])]
 
 
 @pytest.mark.parametrize("convert", [str, lambda v: v > 0, np.str_])
@@ -33,11 +21,6 @@ def test_14_slopes_as_strings_or_bools_are_refused(convert, capsys):
 
 
 # ------------------------------------------------------------------ the first bank of right and wrong answers
-
-
-def _verdict(capsys, checker, fn):
-    ok = checker(fn)
-    return ok, capsys.readouterr().out
 
 
 def slopes_ok(lengths, times):

@@ -6,23 +6,16 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from checker_testing import accepted as _accepted
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import rejected as _rejected
+from checker_testing import stub as _stub
 
 from course_utils.core.attention import scaled_dot_product_attention
 from course_utils.core.masks import causal_mask
 from course_utils.helpers.checkers import check_cached_attention
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 def _cached(q, k, v, kc, vc):
@@ -51,22 +44,6 @@ def test_15_a_wrong_scale_is_named_by_the_size_it_used(size, words, other, capsy
 
 
 # ------------------------------------------------------------------ the first bank of right and wrong answers
-
-
-def _stub(*args):
-    raise NotImplementedError("Your turn: replace this line with your code.")
-
-
-def _rejected(capsys, checker, answer, phrase):
-    assert not checker(answer)
-    out = capsys.readouterr().out
-    assert out.startswith("[try again]"), out
-    assert phrase.lower() in out.lower(), out
-
-
-def _accepted(capsys, checker, answer):
-    assert checker(answer), capsys.readouterr().out
-    assert capsys.readouterr().out.startswith("[correct]")
 
 
 def test_stub_is_not_implemented_cached(capsys):

@@ -3,21 +3,14 @@ the hidden cases that now cover the whole class of each mistake."""
 
 import pytest
 import torch
+from checker_testing import accepted as _accepted
+from checker_testing import rejected as _rejected
+from checker_testing import stub as _stub
+from checker_testing import verdicts as _verdicts
 
 from course_utils.helpers.checkers import check_online_update
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
 
 
 def _update(m, l, acc, s, v):
@@ -37,22 +30,6 @@ def test_16_a_wrong_m_of_the_right_shape_is_told_what_differs(bend, words, capsy
 
 
 # ------------------------------------------------------------------ the first bank of right and wrong answers
-
-
-def _stub(*args):
-    raise NotImplementedError("Your turn: replace this line with your code.")
-
-
-def _rejected(capsys, checker, answer, phrase):
-    assert not checker(answer)
-    out = capsys.readouterr().out
-    assert out.startswith("[try again]"), out
-    assert phrase.lower() in out.lower(), out
-
-
-def _accepted(capsys, checker, answer):
-    assert checker(answer), capsys.readouterr().out
-    assert capsys.readouterr().out.startswith("[correct]")
 
 
 def test_stub_is_not_implemented_online(capsys):

@@ -5,24 +5,11 @@ import math
 
 import pytest
 import torch
+from checker_testing import accepted as _accepted
+from checker_testing import rejected as _rejected
+from checker_testing import stub as _stub
 
 from course_utils.helpers.checkers import check_rope
-
-
-def _stub(*args):
-    raise NotImplementedError("Your turn: replace this line with your code.")
-
-
-def _rejected(capsys, checker, answer, phrase):
-    assert not checker(answer)
-    out = capsys.readouterr().out
-    assert out.startswith("[try again]"), out
-    assert phrase.lower() in out.lower(), out
-
-
-def _accepted(capsys, checker, answer):
-    assert checker(answer), capsys.readouterr().out
-    assert capsys.readouterr().out.startswith("[correct]")
 
 
 def test_stub_is_not_implemented_rope(capsys):

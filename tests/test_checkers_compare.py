@@ -2,11 +2,15 @@
 (issue 24): a right answer in another container passes where the task allows it, a right answer in an order
 the task does not allow is told the order, and a function unfinished for one case is told which case."""
 
-import math
 
 import numpy as np
 import pytest
 import torch
+from checker_testing import all_are as _all
+from checker_testing import all_wrong as _all_wrong
+from checker_testing import results_over_seeds as _run
+from checker_testing import slopes as _slopes
+from checker_testing import verdicts as _verdicts
 
 from course_utils.helpers import checkers
 from course_utils.helpers.checkers import (
@@ -18,21 +22,6 @@ from course_utils.helpers.checkers import (
 )
 
 SEEDS = (0, 1)
-
-
-def _verdicts(check, answer, seeds=SEEDS):
-    return [check(answer, seed=s) for s in seeds]
-
-
-def _all_wrong(check, answer, words, status="wrong", absent=()):
-    for result in _verdicts(check, answer):
-        assert result.status == status and words in result.message, result.message
-        assert not any(w in result.message for w in absent), result.message
-        assert "seed" not in result.message
-
-
-def _slopes(T, t):
-    return [math.log(b / a) / math.log(T1 / T0) for T0, T1, a, b in zip(T, T[1:], t, t[1:])]
 
 
 def test_right_answers_in_another_container_pass_where_the_task_allows_it(capsys):
@@ -80,20 +69,6 @@ def test_a_stub_is_still_not_implemented_yet(capsys):
 
     for result in _verdicts(check_causal_mask, stub):
         assert result.status == "not done" and "not implemented yet" in result.message and not result.case
-
-def _run(check, fn, capsys, seeds=(0, 1, 2)):
-    results = [check(fn, seed=s) for s in seeds]
-    capsys.readouterr()
-    return results
-
-
-def _all(results, status, *words):
-    for r in results:
-        assert r.status == status, r.message
-        assert "bug in the checker" not in r.message
-        for word in words:
-            assert word in r.message, r.message
-
 
 # --------------------------------------------------------------------------- another device, every checker
 

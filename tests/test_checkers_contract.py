@@ -21,15 +21,25 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from checker_testing import stub as _stub
+from test_checkers_report import (  # the reference answers of 05-08, written independently of the checkers
+    CrossAttention,
+    accuracy_by_length,
+    causal_mask,
+    classify_heads,
+    exact_match,
+    head_entropy,
+    head_mean_distance,
+    leaks_future,
+    masked_attention,
+    strongest_source,
+    token_accuracy,
+)
+from test_checkers_report import shapes as cross_attention_shapes
 from torch import nn
 
 from course_utils.helpers import checkers
 from course_utils.helpers.checkers import fixtures
-from test_checkers_report import (  # the reference answers of 05-08, written independently of the checkers
-    CrossAttention, accuracy_by_length, causal_mask, classify_heads, exact_match, head_entropy, head_mean_distance,
-    leaks_future, masked_attention, strongest_source, token_accuracy,
-)
-from test_checkers_report import shapes as cross_attention_shapes
 
 
 class ContractBreach(BaseException):
@@ -332,10 +342,6 @@ def rope(x, offset=0):
     phi = torch.arange(offset, offset + T, dtype=x.dtype)[:, None] * 10000.0 ** (-2 * torch.arange(d // 2, dtype=x.dtype) / d)
     a, b = x[..., 0::2], x[..., 1::2]
     return torch.stack([a * phi.cos() - b * phi.sin(), a * phi.sin() + b * phi.cos()], -1).flatten(-2)
-
-
-def _stub(*args, **kwargs):
-    raise NotImplementedError("Your turn: replace this line with your code.")
 
 
 CASES = {  # check: (right answer, [(named wrong answer, words its verdict must contain[, why the line may differ]), ...])

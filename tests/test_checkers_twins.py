@@ -221,3 +221,20 @@ def test_every_registered_twin_names_a_course_object():
             if path in pending and obj is None:
                 continue
             assert obj is not None and f"{obj.__module__}.{obj.__qualname__}" == path, (check.name, path)
+
+
+def test_a_lazy_linecache_entry_does_not_hide_a_twin(monkeypatch):
+    """linecache keeps 1-tuples for modules it will load lazily; reading the notebook's cells from it must skip
+    them (a crash there made the twin check find nothing, and an answer that only calls the course's
+    TransformerBlock was marked correct)."""
+    import linecache
+
+    from course_utils.helpers.checkers import answer_source
+
+    class Shell:
+        user_ns = {"In": []}
+
+    monkeypatch.setattr(answer_source, "_ipython", lambda: Shell())
+    monkeypatch.setitem(linecache.cache, "lazy_module_for_the_test", (lambda: None,))
+    monkeypatch.setitem(linecache.cache, "<ipython-input-1-abc>", (5, None, ["x = 1\n"], "<ipython-input-1-abc>"))
+    assert "x = 1\n" in answer_source._notebook_cells()  # and no ValueError from the lazy entry

@@ -15,9 +15,6 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from course_utils.core.attention import grouped_query_attention, scaled_dot_product_attention
-from course_utils.core.rope import RotaryMultiHeadAttention, apply_rope, rope_rotation_matrix
-from course_utils.core.tiled_attention import online_softmax, tiled_attention
-from course_utils.models.kv_cache import forward_with_cache, generate_cached
 from course_utils.core.masks import causal_mask, padding_mask
 from course_utils.core.metrics import attention_entropy, mean_attention_distance
 from course_utils.core.multihead import MultiHeadAttention
@@ -26,12 +23,15 @@ from course_utils.core.positions import (
     SinusoidalPositionalEncoding,
     sinusoidal_positional_encoding,
 )
+from course_utils.core.rope import RotaryMultiHeadAttention, apply_rope, rope_rotation_matrix
 from course_utils.core.scores import AdditiveScore, MultiplicativeScore, dot_scores, scaled_dot_scores
 from course_utils.core.sparse import sparsemax, topk_softmax
+from course_utils.core.tiled_attention import online_softmax, tiled_attention
 from course_utils.core.transformer import PositionwiseFeedForward, TransformerBlock
 from course_utils.helpers import timing
 from course_utils.models import repro
 from course_utils.models.head_task import HeadsModel, NeighbourCountTask, ablate_heads, evaluate
+from course_utils.models.kv_cache import forward_with_cache, generate_cached
 from course_utils.models.language_model import CausalLM, generate
 from course_utils.models.recall_task import RecallAttention
 from course_utils.models.seq2seq import Seq2SeqNoAttention, Seq2SeqWithAttention, masked_softmax

@@ -11,10 +11,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.helpers import palette
 from course_utils.authoring.drawings import NAMES, commands, drawings
 from course_utils.authoring.drawings import embed as E
 from course_utils.authoring.drawings.svg import MIN_SCRIPT, MIN_SIZE, Canvas, text_width
+from course_utils.helpers import palette
 
 SVG = "{http://www.w3.org/2000/svg}"
 ROOT = Path(__file__).resolve().parent.parent

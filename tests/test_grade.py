@@ -18,18 +18,17 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.helpers.checkers.report import CheckResult
 from course_utils.grading import cli as grade
 from course_utils.grading import judge as grade_judge
 from course_utils.grading import plan as grade_plan
 from course_utils.grading.exercises import Invalid, checker_calls, code_sources, exercises, identify, load_check
 from course_utils.grading.report import Result, markdown, write_reports
+from course_utils.helpers.checkers.report import CheckResult
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "tests" / "submissions"
 sys.path.insert(0, str(SUBMISSIONS))
 import make_submissions  # noqa: E402
-
 
 # -- the table of gradable notebooks ----------------------------------------------------------------
 

@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.grading.transport import (
-    ChannelClosed, Codec, Opaque, RemoteError, TimedOut, TransportError, pack, unpack)
 from course_utils.grading.channel import Endpoint, Garbled
+from course_utils.grading.transport import ChannelClosed, Codec, Opaque, RemoteError, TimedOut, TransportError, pack, unpack
 
 
 def round_trip(value, codec=None):

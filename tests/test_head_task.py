@@ -16,7 +16,6 @@ from course_utils.models.head_task import (
 )
 
 
-
 def test_ids_and_names():
     task = NeighbourCountTask(length=5, num_symbols=3, max_markers=2)
     assert task.names() == ["a", "b", "c", "#", "-"]

@@ -10,8 +10,8 @@ from course_utils.models.kv_cache import (
     generate_cached,
     kv_cache_bytes,
 )
-from course_utils.models.rotary import rotary_lm
 from course_utils.models.language_model import CausalLM, generate, stepwise_logits
+from course_utils.models.rotary import rotary_lm
 
 
 def _model(positions: str = "learned", **kw) -> CausalLM:

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils import causal_mask, seed_everything
+from course_utils.core.transformer import to_torch_encoder_layer
 from course_utils.models.language_model import (
     CausalLM,
     CharVocab,
@@ -20,8 +21,6 @@ from course_utils.models.language_model import (
     stepwise_logits,
     train_lm,
 )
-from course_utils.core.transformer import to_torch_encoder_layer
-
 
 
 def small_model(causal: bool = True, positions: str = "learned", vocab_size: int = 7, max_len: int = 10) -> CausalLM:

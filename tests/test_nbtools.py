@@ -119,8 +119,7 @@ def test_execute_passes_the_environment_and_shuts_its_kernel_down(tmp_path, monk
 
 @pytest.mark.slow  # a child process and a kernel that trains: end to end, as the grader's class-folder test
 def test_benchmark_runs_a_notebook_and_reports_its_trainings(tmp_path):
-    from course_utils.authoring import benchmark
-    from course_utils.authoring import guide
+    from course_utils.authoring import benchmark, guide
 
     path = tmp_path / "07_tiny.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(

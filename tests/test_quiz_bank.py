@@ -13,8 +13,8 @@ from torch import nn
 
 import course_utils.models.data_files as data_module
 from course_utils import MultiHeadAttention, causal_mask, scaled_dot_product_attention
-from course_utils.models.data_files import data_path
 from course_utils.helpers.quiz import Question, feedback, load_quiz, static_answers
+from course_utils.models.data_files import data_path
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted({p.name.split("_")[0] for p in NOTEBOOK_DIR.glob("*.ipynb")})  # "01", "04b", ...

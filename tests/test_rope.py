@@ -7,8 +7,8 @@ import torch
 
 from course_utils.core.multihead import MultiHeadAttention
 from course_utils.core.rope import RotaryMultiHeadAttention, apply_rope, rope_angles, rope_rotation_matrix
-from course_utils.models.rotary import rotary_lm
 from course_utils.models.language_model import CausalLM
+from course_utils.models.rotary import rotary_lm
 
 
 def rotation_by_hand(p: int, d: int, base: float = 10000.0) -> torch.Tensor:

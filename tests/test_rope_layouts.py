@@ -9,7 +9,12 @@ from course_utils.core.rope import apply_rope
 from course_utils.models.kv_cache import generate_cached
 from course_utils.models.language_model import generate
 from course_utils.models.rotary import (
-    HalvesRotaryMultiHeadAttention, apply_rope_halves, halves_permutation, layout_of, rotary_lm, run_with_layout,
+    HalvesRotaryMultiHeadAttention,
+    apply_rope_halves,
+    halves_permutation,
+    layout_of,
+    rotary_lm,
+    run_with_layout,
     to_layout,
 )
 

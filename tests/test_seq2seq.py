@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from course_utils.core.scores import AdditiveScore
+from course_utils.models.seq2seq import Seq2SeqNoAttention, Seq2SeqWithAttention, masked_softmax
 from course_utils.models.seq2seq_data import (
     EOS_ID,
     PAD_ID,
@@ -21,7 +22,6 @@ from course_utils.models.seq2seq_data import (
     to_tokens,
     truncate_after_eos,
 )
-from course_utils.models.seq2seq import Seq2SeqNoAttention, Seq2SeqWithAttention, masked_softmax
 from course_utils.models.seq2seq_training import (
     accuracy_by_length,
     evaluate,

@@ -35,11 +35,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.helpers.tasks import WAITING
-from course_utils.authoring import nbtools
-from course_utils.authoring import site, site_text
+from course_utils.authoring import nbtools, site, site_text
 from course_utils.authoring.nbtools import BEGIN, NOTEBOOKS, ROOT, SOLUTIONS, STUB, launch_links, make_student_notebook
 from course_utils.authoring.student_versions import END, is_task_cell, solution_lines
+from course_utils.helpers.tasks import WAITING
 
 SITE = Path(os.environ.get("SITE_DIR", ROOT / "docs" / "_build" / "html"))
 BUILD = "python -m sphinx -W -b html docs docs/_build/html"

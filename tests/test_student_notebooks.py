@@ -10,9 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.helpers.tasks import NEED, NEEDS
 from course_utils.authoring.nbtools import BEGIN, END, NOTEBOOKS, ROOT, SOLUTIONS, make_student_notebook
 from course_utils.authoring.student_versions import solution_lines
+from course_utils.helpers.tasks import NEED, NEEDS
 
 SOLUTION_PATHS = sorted(SOLUTIONS.glob("*.ipynb"))
 ids = [p.name for p in SOLUTION_PATHS]

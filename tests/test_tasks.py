@@ -3,8 +3,8 @@
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from course_utils.helpers import tasks
 from course_utils.authoring.student_versions import STUB, add_needs_lines
+from course_utils.helpers import tasks
 
 
 @pytest.fixture

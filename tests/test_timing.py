@@ -14,9 +14,9 @@ import torch
 
 from course_utils.helpers.timing import (
     Timing,
+    call_peak_bytes,
     format_bytes,
     loglog_slope,
-    call_peak_bytes,
     score_matrix_bytes,
     tensor_bytes,
     time_call,

@@ -3,8 +3,8 @@
 import itertools
 import math
 
-import pytest
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings

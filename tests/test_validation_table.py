@@ -22,10 +22,8 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils.core import attention, masks, metrics, multihead, positions, rope, scores, sparse, tiled_attention
-from course_utils.core import transformer
-from course_utils.models import dates, head_task, inference_caches, kv_cache, language_model, recall_task, rotary
-from course_utils.models import seq2seq, seq2seq_data
+from course_utils.core import attention, masks, metrics, multihead, positions, rope, scores, sparse, tiled_attention, transformer
+from course_utils.models import dates, head_task, inference_caches, kv_cache, language_model, recall_task, rotary, seq2seq, seq2seq_data
 from course_utils.models.data_files import data_path, load_token_features
 
 NAN, INF = float("nan"), float("inf")

@@ -32,8 +32,8 @@ def _notebook_cells() -> list[str]:
     cells = [c for c in ip.user_ns.get("In", []) if isinstance(c, str) and c]
     if cells:
         return cells
-    return ["".join(lines) for name, (_, _, lines, _) in list(linecache.cache.items())
-            if name.startswith("<ipython-input-") or "ipykernel_" in name]
+    return ["".join(entry[2]) for name, entry in list(linecache.cache.items())  # a lazy entry is a 1-tuple: skipped
+            if len(entry) == 4 and (name.startswith("<ipython-input-") or "ipykernel_" in name)]
 
 
 @functools.lru_cache(maxsize=256)
