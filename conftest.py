@@ -42,9 +42,34 @@ def pytest_configure(config):
     if not typed_m and named and all(Path(a).suffix in (".py", ".ipynb") for a in named):
         config.option.markexpr = ""
     if hasattr(config.option, "nbval_current_env"):
+        _retry_kernel_starts()
         config.option.nbval_current_env = True
         if not config.option.nbval_sanitize_with:
             config.option.nbval_sanitize_with = str(ROOT / "tests" / "nbval_sanitize.cfg")
+
+
+def _retry_kernel_starts(attempts: int = 3) -> None:
+    """Start a notebook's kernel again when it dies before it answers (at most ``attempts`` tries).
+
+    jupyter_client picks five free TCP ports, then the kernel binds them; with two xdist workers
+    starting kernels, another process (a kernel, or a client's outgoing connection) can take a port
+    in between, and the kernel dies on "Address already in use" (nbval shows "Kernel died before
+    replying to kernel_info", and every cell of that notebook errors). A new start picks new ports.
+    """
+    from nbval import kernel
+
+    start = getattr(kernel.start_new_kernel, "__wrapped__", kernel.start_new_kernel)
+
+    def start_new_kernel(*args, **kwargs):
+        for attempt in range(1, attempts + 1):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError:  # nbval has logged it and shut the dead kernel's manager down
+                if attempt == attempts:
+                    raise
+
+    start_new_kernel.__wrapped__ = start
+    kernel.start_new_kernel = start_new_kernel
 
 
 def pytest_collection_modifyitems(config, items):

@@ -36,8 +36,10 @@ SETTERS = re.compile(r"^(set_\w+|use_\w+|manual_seed|seed)$")
 DYNAMIC = re.compile(r"\b(exec|eval|globals|locals|vars|setattr)\s*\(|import \*|run_cell_magic|run_line_magic\('run'")
 
 
+@lru_cache(maxsize=1024)
 def to_python(source: str) -> str:
-    """A cell's source as plain Python (IPython's own transformation of magics and ``!`` lines)."""
+    """A cell's source as plain Python (IPython's own transformation of magics and ``!`` lines); each
+    cell is transformed once, however many of the plan's readers ask."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
