@@ -14,7 +14,6 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -69,6 +68,8 @@ def plot_table(
     if v.ndim != 2 or v.shape != (len(y_labels), len(x_labels)):
         raise ValueError(f"values must have shape (len(y_labels), len(x_labels)) = ({len(y_labels)}, {len(x_labels)}), "
                          f"got shape {v.shape}")
+    import seaborn as sns  # here, not at the top: most lessons that import this module never draw a table
+
     fig, ax = plt.subplots(figsize=figsize)
     sns.heatmap(v, annot=True, fmt=".0f", cmap=cmap, vmin=vmin, vmax=vmax, cbar=False, xticklabels=list(x_labels),
                 yticklabels=list(y_labels), linewidths=0.5, linecolor="lightgrey", ax=ax)
