@@ -157,7 +157,7 @@ ENTRIES = (
     dict(key='08', stem='08_attention_vs_no_attention', title='Exercise: attention vs. no attention',
          kind='core (exercise)', needs=('04',),
          outcomes='token accuracy, exact match and accuracy by length; attention vs no attention as sources grow',
-         sections=('1. Two models, one difference', '2. Data: reversal with sources up to 24 tokens',
+         sections=('1. Two models, one difference', '2. Data: reversal with sources up to 16 tokens',
                    '3. Your task: measuring', '4. Training under the same budget',
                    '5. Accuracy against source length', '6. Which outputs fail first?'),
          tasks={'token_accuracy': 'check_token_accuracy', 'exact_match': 'check_exact_match',

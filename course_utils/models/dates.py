@@ -55,6 +55,12 @@ FORMS: dict[str, str] = {
 FORM_NAMES: tuple[str, ...] = tuple(FORMS)
 _FIELD_OF = {"d": "day", "dd": "day", "m": "month", "mm": "month", "mon": "month", "month": "month",
              "yy": "year", "yyyy": "year", "weekday": "weekday", "wkd": "weekday"}
+# Each format cut once into (field key, the literal text after it) pairs: "{d}.{m}.{yy}" ->
+# [("", ""), ("d", "."), ("m", "."), ("yy", "")]; render walks these instead of re-reading the format.
+_PIECES: dict[str, list[tuple[str, str]]] = {
+    form: [("", fmt.split("{")[0])] + [tuple(part.split("}", 1)) for part in fmt.split("{")[1:]]
+    for form, fmt in FORMS.items()
+}
 
 CHARS = "".join(sorted(set("0123456789 ,./-" + "".join(MONTHS) + "".join(WEEKDAYS))))
 VOCAB: list[str] = list(SPECIAL_TOKENS) + list(CHARS)
@@ -86,20 +92,19 @@ def render(date: dt.date, form: str) -> tuple[str, dict[str, tuple[int, int]]]:
         raise ValueError(f"unknown form {form!r}; the forms are {list(FORM_NAMES)}")
     if not FIRST <= date <= LAST:
         raise ValueError(f"date must lie between {FIRST} and {LAST} (the task's dates), got {date}")
+    weekday, month = WEEKDAYS[date.weekday()], MONTHS[date.month - 1]
     values = {
-        "weekday": WEEKDAYS[date.weekday()], "wkd": WEEKDAYS[date.weekday()][:3],
+        "weekday": weekday, "wkd": weekday[:3],
         "d": str(date.day), "dd": f"{date.day:02d}", "m": str(date.month), "mm": f"{date.month:02d}",
-        "mon": MONTHS[date.month - 1][:3], "month": MONTHS[date.month - 1],
-        "yy": f"{date.year % 100:02d}", "yyyy": str(date.year),
+        "mon": month[:3], "month": month, "yy": f"{date.year % 100:02d}", "yyyy": str(date.year),
     }
-    text, fields, rest = "", {}, FORMS[form]
-    while rest:
-        if rest[0] == "{":
-            key, rest = rest[1:].split("}", 1)
-            fields[_FIELD_OF[key]] = (len(text), len(text) + len(values[key]))
-            text += values[key]
-        else:
-            text, rest = text + rest[0], rest[1:]
+    text, fields = "", {}
+    for key, literal in _PIECES[form]:
+        if key:
+            value = values[key]
+            fields[_FIELD_OF[key]] = (len(text), len(text) + len(value))
+            text += value
+        text += literal
     return text, fields
 
 

@@ -12,7 +12,7 @@ from . import dates as D
 from .seq2seq import Seq2SeqNoAttention, Seq2SeqWithAttention
 from .seq2seq_training import TrainHistory, train_seq2seq
 
-SETTINGS = {"num_train": 8000, "num_heldout": 1000, "epochs": 2, "batch_size": 128, "lr": 1e-2, "final_lr": 5e-4}
+SETTINGS = {"num_train": 4000, "num_heldout": 1000, "epochs": 2, "batch_size": 64, "lr": 1.5e-2, "final_lr": 5e-4}
 
 
 def build_model(attention: bool, seed: int) -> torch.nn.Module:
