@@ -188,14 +188,14 @@ def connect(path: str, args: list[str]) -> int:
 def _ask(path: str, args: list[str]) -> tuple[int, socket.socket]:
     """Send the template this process's request and standard streams; return the kernel's pid and lifeline."""
     mine, theirs = socket.socketpair()
-    for attempt in range(100):  # the template binds its socket the moment it starts
+    for attempt in range(40):  # the template binds its socket the moment it starts: 2 s is ample
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             client.connect(path)
             break
         except (FileNotFoundError, ConnectionRefusedError):
             client.close()
-            if attempt == 99:
+            if attempt == 39:
                 raise
             time.sleep(0.05)
     request = {"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}

@@ -56,31 +56,29 @@ def kernel(tmp_path, monkeypatch):
         k.stop()
 
 
-def test_a_forked_kernel_is_a_fresh_kernel_in_its_own_folder_and_environment(kernel, tmp_path):
+def test_a_forked_kernel_is_a_fresh_kernel_in_its_own_folder_environment_and_seeds(kernel, tmp_path):
     assert "forked_kernels.py" in " ".join(kernel.km.provisioner.process.args)  # the stand-in, not ipykernel
-    printed, reply = run(kernel, "\n".join([
-        "import os, sys, matplotlib.pyplot as plt, torch",
+    code = "\n".join([
+        "import os, random, sys, matplotlib.pyplot as plt, numpy, torch",
         "print(os.getcwd(), sys.path[0], os.environ['COURSE_TEST_MARK'], os.environ['JPY_PARENT_PID'], sep='|')",
         "print(plt.get_backend(), len(plt.get_fignums()), os.getpid(), sep='|')",
-    ]))
+        "print(torch.initial_seed(), numpy.random.random(), random.random())",
+    ])
+    other = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(tmp_path))
+    try:
+        (printed, reply), (printed_other, _) = run(kernel, code), run(other, code)
+    finally:
+        other.stop()
     assert reply["status"] == "ok", reply
-    where, backend = printed.splitlines()
+    where, backend, seeds = printed.splitlines()
     assert where.split("|") == [str(tmp_path), str(tmp_path), "set after the template started", str(os.getpid())]
     name, figures, pid = backend.split("|")
     assert (name, figures) == ("module://matplotlib_inline.backend_inline", "0")
     assert int(pid) != kernel.km.provisioner.process.pid and alive(int(pid))
+    other_seeds = printed_other.splitlines()[2]
+    assert all(a != b for a, b in zip(seeds.split(), other_seeds.split(), strict=True)), (seeds, other_seeds)
     kernel.stop()
     assert gone_within(int(pid), 10)
-
-
-def test_forked_kernels_do_not_share_their_seeds(kernel, tmp_path):
-    seeds = "import numpy, random, torch; print(torch.initial_seed(), numpy.random.random(), random.random())"
-    other = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(tmp_path))
-    try:
-        first, second = run(kernel, seeds)[0].split(), run(other, seeds)[0].split()
-    finally:
-        other.stop()
-    assert all(a != b for a, b in zip(first, second, strict=True)), (first, second)
 
 
 @pytest.mark.slow
