@@ -64,28 +64,86 @@ def pytest_configure(config):
             config.option.nbval_sanitize_with = str(ROOT / "tests" / "nbval_sanitize.cfg")
 
 
-def _retry_kernel_starts(attempts: int = 3) -> None:
+def _retry_kernel_starts(attempts: int = 3, start=None) -> None:
     """Start a notebook's kernel again when it dies before it answers (at most ``attempts`` tries).
 
     jupyter_client picks five free TCP ports, then the kernel binds them; with two xdist workers
     starting kernels, another process (a kernel, or a client's outgoing connection) can take a port
     in between, and the kernel dies on "Address already in use" (nbval shows "Kernel died before
     replying to kernel_info", and every cell of that notebook errors). A new start picks new ports.
+    Each try is ``start`` (default: ``_start_kernel``).
     """
     from nbval import kernel
 
-    start = getattr(kernel.start_new_kernel, "__wrapped__", kernel.start_new_kernel)
+    start = start or _start_kernel
 
     def start_new_kernel(*args, **kwargs):
         for attempt in range(1, attempts + 1):
             try:
                 return start(*args, **kwargs)
-            except RuntimeError:  # nbval has logged it and shut the dead kernel's manager down
+            except RuntimeError:  # the dead kernel's manager is shut down
                 if attempt == attempts:
                     raise
 
-    start_new_kernel.__wrapped__ = start
     kernel.start_new_kernel = start_new_kernel
+
+
+def _start_kernel(startup_timeout: float = 60, kernel_name: str = "python", **kwargs):
+    """nbval's ``start_new_kernel``, less jupyter_client's closing wait: ``(manager, client)``.
+
+    jupyter_client's ``wait_for_ready``, once the kernel has answered, listens to IOPub until it has
+    been silent for 0.2 s: 0.2 s of every notebook's set-up. nbval's RunningKernel checks IOPub itself
+    right after (it waits for the kernel's idle status there), so the kernel's first answer is enough.
+    """
+    import queue
+    import time
+
+    from jupyter_client.manager import KernelManager
+    from nbval import kernel
+
+    km = KernelManager(kernel_name=kernel_name, kernel_spec_manager=kernel.NbvalKernelspecManager())
+    km.start_kernel(**kwargs)
+    deadline = time.monotonic() + startup_timeout
+    _wait_for_port(km, deadline)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        while True:
+            kc.kernel_info()
+            try:
+                reply = kc.get_shell_msg(timeout=1)
+            except queue.Empty:
+                reply = None
+            if reply is not None and reply["msg_type"] == "kernel_info_reply":
+                kc._handle_kernel_info_reply(reply)  # as wait_for_ready does: the kernel's protocol version
+                return km, kc
+            if not km.is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {startup_timeout} seconds")
+    except RuntimeError:
+        kc.stop_channels()
+        km.shutdown_kernel()
+        raise
+
+
+def _wait_for_port(km, deadline: float) -> None:
+    """Wait until the kernel listens on its IOPub port (or has died, or ``deadline`` has passed).
+
+    A client that connects before the kernel listens is refused, and ZeroMQ tries again after longer
+    and longer waits: a kernel that takes a second to start was reached about two seconds later.
+    """
+    import socket
+    import time
+
+    if km.transport != "tcp":
+        return
+    while time.monotonic() < deadline and km.is_alive():
+        try:
+            socket.create_connection((km.ip, km.iopub_port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.01)
 
 
 def _fork_kernels_from_a_template() -> None:
