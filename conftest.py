@@ -8,6 +8,9 @@
   not compared; the assertions in the cells still hold).
 - Nothing is remembered between runs: every notebook trains its models afresh, every time.
 - Outputs are sanitized with tests/nbval_sanitize.cfg (addresses, timings, rates).
+- On Linux each notebook's kernel is a fork of a template process that has imported PyTorch, NumPy
+  and matplotlib once per pytest process (tests/forked_kernels.py): the same kernel, started about a
+  second sooner. `COURSE_FORKED_KERNELS=0 pytest` starts every kernel the usual way.
 - Two tiers. The README's `pytest` runs the unit tests and every lesson and solution notebook.
   The `slow` tier (`pytest -m slow`; CI runs it) holds what takes minutes and repeats code
   the first tier already ran: the student versions of the notebooks that have a solution twin
