@@ -8,6 +8,9 @@
   not compared; the assertions in the cells still hold).
 - Nothing is remembered between runs: every notebook trains its models afresh, every time.
 - Outputs are sanitized with tests/nbval_sanitize.cfg (addresses, timings, rates).
+- On Linux each notebook's kernel is a fork of a template process that has imported PyTorch, NumPy
+  and matplotlib once per pytest process (tests/forked_kernels.py): the same kernel, started about a
+  second sooner. `COURSE_FORKED_KERNELS=0 pytest` starts every kernel the usual way.
 - Two tiers. The README's `pytest` runs the unit tests and every lesson and solution notebook.
   The `slow` tier (`pytest -m slow`; CI runs it) holds what takes minutes and repeats code
   the first tier already ran: the student versions of the notebooks that have a solution twin
@@ -58,33 +61,166 @@ def pytest_configure(config):
         config.option.markexpr = ""
     if hasattr(config.option, "nbval_current_env"):
         _retry_kernel_starts()
+        _fork_kernels_from_a_template()
         config.option.nbval_current_env = True
         if not config.option.nbval_sanitize_with:
             config.option.nbval_sanitize_with = str(ROOT / "tests" / "nbval_sanitize.cfg")
 
 
-def _retry_kernel_starts(attempts: int = 3) -> None:
+def _retry_kernel_starts(attempts: int = 3, start=None) -> None:
     """Start a notebook's kernel again when it dies before it answers (at most ``attempts`` tries).
 
     jupyter_client picks five free TCP ports, then the kernel binds them; with two xdist workers
     starting kernels, another process (a kernel, or a client's outgoing connection) can take a port
     in between, and the kernel dies on "Address already in use" (nbval shows "Kernel died before
     replying to kernel_info", and every cell of that notebook errors). A new start picks new ports.
+    Each try is ``start`` (default: ``_start_kernel``).
     """
     from nbval import kernel
 
-    start = getattr(kernel.start_new_kernel, "__wrapped__", kernel.start_new_kernel)
+    start = start or _start_kernel
 
     def start_new_kernel(*args, **kwargs):
         for attempt in range(1, attempts + 1):
             try:
                 return start(*args, **kwargs)
-            except RuntimeError:  # nbval has logged it and shut the dead kernel's manager down
+            except RuntimeError:  # the dead kernel's manager is shut down
                 if attempt == attempts:
                     raise
 
-    start_new_kernel.__wrapped__ = start
     kernel.start_new_kernel = start_new_kernel
+    kernel.RunningKernel.stop = _stop_kernel
+
+
+def _stop_kernel(self) -> None:
+    """nbval's ``RunningKernel.stop``, less up to 0.1 s of polling: the kernel is killed and waited for.
+
+    jupyter_client kills the kernel's process group, then looks every 0.1 s whether it has gone; here
+    the same kill comes first and the wait is for the process itself.
+    """
+    import signal
+    import subprocess
+
+    self.kc.stop_channels()
+    process = getattr(self.km.provisioner, "process", None)
+    if process is not None and process.poll() is None:
+        try:
+            if os.getpgid(process.pid) == process.pid:  # its own group (jupyter_client starts a new session)
+                os.killpg(process.pid, signal.SIGKILL)  # the group, as jupyter_client's kill does
+            else:
+                process.kill()
+            process.wait(timeout=5)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+    self.km.shutdown_kernel(now=True)  # finds the process gone, and cleans up after it
+    del self.km
+
+
+def _start_kernel(startup_timeout: float = 60, kernel_name: str = "python", **kwargs):
+    """nbval's ``start_new_kernel``, less jupyter_client's closing wait: ``(manager, client)``.
+
+    jupyter_client's ``wait_for_ready``, once the kernel has answered, listens to IOPub until it has
+    been silent for 0.2 s: 0.2 s of every notebook's set-up. nbval's RunningKernel checks IOPub itself
+    right after (it waits for the kernel's idle status there), so the kernel's first answer is enough.
+    """
+    import queue
+    import time
+
+    from jupyter_client.manager import KernelManager
+    from nbval import kernel
+
+    km = KernelManager(kernel_name=kernel_name, kernel_spec_manager=kernel.NbvalKernelspecManager())
+    km.start_kernel(**kwargs)
+    deadline = time.monotonic() + startup_timeout
+    _wait_for_port(km, deadline)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        while True:
+            kc.kernel_info()
+            try:
+                reply = kc.get_shell_msg(timeout=1)
+            except queue.Empty:
+                reply = None
+            if reply is not None and reply["msg_type"] == "kernel_info_reply":
+                kc._handle_kernel_info_reply(reply)  # as wait_for_ready does: the kernel's protocol version
+                return km, kc
+            if not km.is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {startup_timeout} seconds")
+    except RuntimeError:
+        kc.stop_channels()
+        km.shutdown_kernel()
+        raise
+
+
+def _wait_for_port(km, deadline: float) -> None:
+    """Wait until the kernel listens on its IOPub port (or has died, or ``deadline`` has passed).
+
+    A client that connects before the kernel listens is refused, and ZeroMQ tries again after longer
+    and longer waits: a kernel that takes a second to start was reached about two seconds later.
+    """
+    import socket
+    import time
+
+    if km.transport != "tcp":
+        return
+    while time.monotonic() < deadline and km.is_alive():
+        try:
+            socket.create_connection((km.ip, km.iopub_port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
+def _fork_kernels_from_a_template() -> None:
+    """nbval's kernels start as forks of one process that has imported PyTorch (tests/forked_kernels.py).
+
+    Each notebook's kernel then skips importing PyTorch, NumPy, matplotlib and IPython: about 1.2 s of
+    CPU per notebook, 22 notebooks in the default tier. The template starts with the first kernel this
+    pytest process asks for, and ends with it. Linux only; ``COURSE_FORKED_KERNELS=0`` starts every
+    kernel the usual way.
+    """
+    if sys.platform != "linux" or os.environ.get("COURSE_FORKED_KERNELS", "1") == "0":
+        return
+    import atexit
+    import shutil
+    import subprocess
+    import tempfile
+
+    from nbval import kernel
+
+    script = ROOT / "tests" / "forked_kernels.py"
+    template = {}
+    get_kernel_spec = kernel.NbvalKernelspecManager.get_kernel_spec
+
+    def start_template() -> str:
+        folder = tempfile.mkdtemp(prefix="course-kernels-")
+        path = os.path.join(folder, "template.sock")
+        process = subprocess.Popen([sys.executable, str(script), "serve", path], stdin=subprocess.PIPE, cwd=ROOT)
+
+        def stop() -> None:
+            process.stdin.close()  # the template's signal to end
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            shutil.rmtree(folder, ignore_errors=True)
+
+        atexit.register(stop)
+        return path
+
+    def forked(self, kernel_name):
+        spec = get_kernel_spec(self, kernel_name)
+        if kernel_name == kernel.CURRENT_ENV_KERNEL_NAME and "ipykernel_launcher" in spec.argv:
+            if "path" not in template:
+                template["path"] = start_template()
+            args = spec.argv[spec.argv.index("ipykernel_launcher") + 1:]  # -f {connection_file}
+            spec.argv = [sys.executable, "-I", "-S", str(script), "connect", template["path"], *args]
+        return spec
+
+    kernel.NbvalKernelspecManager.get_kernel_spec = forked
 
 
 def pytest_collection_modifyitems(config, items):

@@ -44,6 +44,12 @@ def _storage_key(t: torch.Tensor) -> int:
 
 
 class _LiveTensors(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Nothing here runs under torch.compile. Left at True, PyTorch wraps __torch_dispatch__ in
+        # torch._dynamo.disable, whose first call imports torch._dynamo: about a second of CPU per process.
+        return False
+
     def __init__(self) -> None:
         super().__init__()
         self.storages: dict[int, int] = {}  # storage address -> bytes, for every storage fn allocated, alive
