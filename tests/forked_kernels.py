@@ -120,7 +120,7 @@ def _fork_kernel(listener: socket.socket, conn: socket.socket) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = ["ipykernel_launcher", *request["args"]]
-        sys.path[0] = request["cwd"]  # as `python -m ipykernel_launcher` run there has it
+        del sys.path[0]  # this script's folder; ipykernel_launcher drops its own entry too
         _exit_when_closed(lifeline)
         import numpy
         import torch

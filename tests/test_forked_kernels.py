@@ -60,7 +60,8 @@ def test_a_forked_kernel_is_a_fresh_kernel_in_its_own_folder_environment_and_see
     assert "forked_kernels.py" in " ".join(kernel.km.provisioner.process.args)  # the stand-in, not ipykernel
     code = "\n".join([
         "import os, random, sys, matplotlib.pyplot as plt, numpy, torch",
-        "print(os.getcwd(), sys.path[0], os.environ['COURSE_TEST_MARK'], os.environ['JPY_PARENT_PID'], sep='|')",
+        "print(os.getcwd(), '' in sys.path, os.environ['COURSE_TEST_MARK'], os.environ['JPY_PARENT_PID'], sep='|')",
+        "print(*sys.path, sep='|')",
         "print(plt.get_backend(), len(plt.get_fignums()), os.getpid(), sep='|')",
         "print(torch.initial_seed(), numpy.random.random(), random.random())",
     ])
@@ -70,12 +71,13 @@ def test_a_forked_kernel_is_a_fresh_kernel_in_its_own_folder_environment_and_see
     finally:
         other.stop()
     assert reply["status"] == "ok", reply
-    where, backend, seeds = printed.splitlines()
-    assert where.split("|") == [str(tmp_path), str(tmp_path), "set after the template started", str(os.getpid())]
+    where, path, backend, seeds = printed.splitlines()
+    assert where.split("|") == [str(tmp_path), "True", "set after the template started", str(os.getpid())]
+    assert os.path.join(ROOT, "tests") not in path.split("|")  # the template's script folder is not the kernel's
     name, figures, pid = backend.split("|")
     assert (name, figures) == ("module://matplotlib_inline.backend_inline", "0")
     assert int(pid) != kernel.km.provisioner.process.pid and alive(int(pid))
-    other_seeds = printed_other.splitlines()[2]
+    other_seeds = printed_other.splitlines()[3]
     assert all(a != b for a, b in zip(seeds.split(), other_seeds.split(), strict=True)), (seeds, other_seeds)
     kernel.stop()
     assert gone_within(int(pid), 10)
