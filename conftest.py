@@ -61,7 +61,7 @@ def pytest_configure(config):
         config.option.markexpr = ""
     if hasattr(config.option, "nbval_current_env"):
         _retry_kernel_starts()
-        _fork_kernels_from_a_template()
+        _fork_kernels_from_a_template(config)
         config.option.nbval_current_env = True
         if not config.option.nbval_sanitize_with:
             config.option.nbval_sanitize_with = str(ROOT / "tests" / "nbval_sanitize.cfg")
@@ -174,53 +174,81 @@ def _wait_for_port(km, deadline: float) -> None:
             time.sleep(0.01)
 
 
-def _fork_kernels_from_a_template() -> None:
+_TEMPLATE: dict = {}  # "path": the socket of this process's kernel template, once started
+
+
+def _fork_kernels_from_a_template(config) -> None:
     """nbval's kernels start as forks of one process that has imported PyTorch (tests/forked_kernels.py).
 
-    Each notebook's kernel then skips importing PyTorch, NumPy, matplotlib and IPython: about 1.2 s of
-    CPU per notebook, 22 notebooks in the default tier. The template starts with the first kernel this
-    pytest process asks for, and ends with it. Linux only; ``COURSE_FORKED_KERNELS=0`` starts every
-    kernel the usual way.
+    Each notebook's kernel then skips importing PyTorch, NumPy and matplotlib: about 1.1 s of CPU per
+    notebook, 22 notebooks in the default tier. Under xdist the controller starts the one template at
+    once, when the run has notebooks, and its workers share it (``pytest_configure_node``); without
+    xdist it starts with the first kernel. It ends with the process that started it. Linux only;
+    ``COURSE_FORKED_KERNELS=0`` starts every kernel the usual way.
     """
     if sys.platform != "linux" or os.environ.get("COURSE_FORKED_KERNELS", "1") == "0":
         return
+    from nbval import kernel
+
+    script = ROOT / "tests" / "forked_kernels.py"
+    get_kernel_spec = kernel.NbvalKernelspecManager.get_kernel_spec
+    if hasattr(config, "workerinput"):
+        _TEMPLATE["path"] = config.workerinput.get("course_kernel_template")  # the controller's, if any
+    elif getattr(config.option, "numprocesses", None) and _runs_notebooks(config):
+        _TEMPLATE["path"] = _start_template(script)  # it imports while the workers collect
+
+    def forked(self, kernel_name):
+        spec = get_kernel_spec(self, kernel_name)
+        if kernel_name == kernel.CURRENT_ENV_KERNEL_NAME and "ipykernel_launcher" in spec.argv:
+            if not _TEMPLATE.get("path"):
+                _TEMPLATE["path"] = _start_template(script)
+            args = spec.argv[spec.argv.index("ipykernel_launcher") + 1 :]  # -f {connection_file}
+            spec.argv = [sys.executable, "-I", "-S", str(script), "connect", _TEMPLATE["path"], *args]
+        return spec
+
+    kernel.NbvalKernelspecManager.get_kernel_spec = forked
+
+
+def _start_template(script: Path) -> str:
+    """Start the template (``forked_kernels.py serve``), ended at this process's exit; its socket's path."""
     import atexit
     import shutil
     import subprocess
     import tempfile
 
-    from nbval import kernel
+    folder = tempfile.mkdtemp(prefix="course-kernels-")
+    path = os.path.join(folder, "template.sock")
+    process = subprocess.Popen([sys.executable, str(script), "serve", path], stdin=subprocess.PIPE, cwd=ROOT)
 
-    script = ROOT / "tests" / "forked_kernels.py"
-    template = {}
-    get_kernel_spec = kernel.NbvalKernelspecManager.get_kernel_spec
+    def stop() -> None:
+        process.stdin.close()  # the template's signal to end
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        shutil.rmtree(folder, ignore_errors=True)
 
-    def start_template() -> str:
-        folder = tempfile.mkdtemp(prefix="course-kernels-")
-        path = os.path.join(folder, "template.sock")
-        process = subprocess.Popen([sys.executable, str(script), "serve", path], stdin=subprocess.PIPE, cwd=ROOT)
+    atexit.register(stop)
+    return path
 
-        def stop() -> None:
-            process.stdin.close()  # the template's signal to end
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-            shutil.rmtree(folder, ignore_errors=True)
 
-        atexit.register(stop)
-        return path
+def _runs_notebooks(config) -> bool:
+    """Whether the paths pytest was given hold a notebook it may run (the grader's test data aside)."""
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if path.suffix == ".ipynb":
+            return True
+        if path.is_dir() and any("submissions" not in p.parts and ".ipynb_checkpoints" not in p.parts
+                                 for p in path.resolve().rglob("*.ipynb")):
+            return True
+    return False
 
-    def forked(self, kernel_name):
-        spec = get_kernel_spec(self, kernel_name)
-        if kernel_name == kernel.CURRENT_ENV_KERNEL_NAME and "ipykernel_launcher" in spec.argv:
-            if "path" not in template:
-                template["path"] = start_template()
-            args = spec.argv[spec.argv.index("ipykernel_launcher") + 1:]  # -f {connection_file}
-            spec.argv = [sys.executable, "-I", "-S", str(script), "connect", template["path"], *args]
-        return spec
 
-    kernel.NbvalKernelspecManager.get_kernel_spec = forked
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist, on the controller: each worker gets the controller's kernel template, if it started one."""
+    if _TEMPLATE.get("path"):
+        node.workerinput["course_kernel_template"] = _TEMPLATE["path"]
 
 
 def pytest_collection_modifyitems(config, items):
