@@ -145,6 +145,9 @@ def test_run_measured_reads_the_cpu_and_peak_memory_of_a_child_and_its_last_line
     r = benchmark.run_measured([sys.executable, "-c", code], dict(__import__("os").environ))
     assert r["ok"] and r["last_line"] == "done" and r["cpu"] >= 0.2 and r["peak_mib"] >= 80
     assert not benchmark.run_measured([sys.executable, "-c", "raise SystemExit(3)"], {})["ok"]
+    report = "print('FAILED tests/test_x.py::test_y - AssertionError'); print('ERRORS'); print('1 failed, 2 passed')"
+    r = benchmark.run_measured([sys.executable, "-c", report], {})
+    assert r["failed"] == ["FAILED tests/test_x.py::test_y - AssertionError"] and r["last_line"] == "1 failed, 2 passed"
 
 
 def test_benchmark_tables_show_an_error_and_an_early_stop():

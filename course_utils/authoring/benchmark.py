@@ -54,7 +54,8 @@ def run_measured(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> d
     output = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)  # usage: the process and every process it waited for (the kernel)
     return {"wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024,
-            "ok": os.waitstatus_to_exitcode(status) == 0, "last_line": ANSI.sub("", (output.strip().splitlines() or [""])[-1])}
+            "ok": os.waitstatus_to_exitcode(status) == 0, "last_line": ANSI.sub("", (output.strip().splitlines() or [""])[-1]),
+            "failed": [ANSI.sub("", line) for line in output.splitlines() if ANSI.sub("", line).startswith(("FAILED ", "ERROR "))]}
 
 
 def run_notebook(path: Path, log: Path) -> dict:
@@ -140,8 +141,8 @@ def time_pytest(root: Path = ROOT) -> str:
         subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
         env = {**os.environ, "PYTHONPATH": str(clone)}
         the_floor = measure_floor(env, cwd=clone)
-        r = run_measured([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], env, cwd=clone)
-    return f"README's `pytest` in a fresh clone: {in_floors(r, the_floor)}: {r['last_line']}"
+        r = run_measured([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE"], env, cwd=clone)
+    return "\n".join([f"README's `pytest` in a fresh clone: {in_floors(r, the_floor)}: {r['last_line']}", *r["failed"]])
 
 
 def benchmark(paths: list[Path], with_pytest: bool = False) -> str:
