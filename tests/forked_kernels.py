@@ -2,8 +2,8 @@
 
 Every notebook nbval checks runs in a kernel of its own (22 in the default tier), and every one of them
 starts a Python, starts IPython and imports PyTorch, NumPy and matplotlib: about 1.5 s of CPU each, the
-same work 22 times. Here each pytest process that runs notebooks starts one *template* process
-(``serve``) that does that work once and then waits. The kernel command nbval launches becomes a small
+same work 22 times. Here a pytest run that runs notebooks starts one *template* process (``serve``;
+under xdist the controller starts it and the workers share it) that does that work once and waits. The kernel command nbval launches becomes a small
 *stand-in* (``connect``, started with ``python -I -S``: no site, no imports) that asks the template for a
 kernel; the template forks, and the fork runs ``ipykernel`` with the stand-in's connection file, working
 directory, environment and standard streams, exactly as ``python -m ipykernel_launcher -f FILE`` would.
@@ -40,7 +40,8 @@ HEAVY = ("numpy", "torch", "matplotlib", "matplotlib.figure", "course_utils.core
 def serve(path: str) -> None:
     """The template: listen on the Unix socket ``path``, import ``HEAVY``, fork a kernel per request.
 
-    It ends when its standard input closes (the pytest process that started it has ended).
+    It ends when its standard input closes (the pytest process that started it has ended). The forks keep
+    this process's command line: ``ps`` shows each kernel as ``forked_kernels.py serve``.
     """
     import select
 
