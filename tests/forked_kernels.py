@@ -1,23 +1,25 @@
-"""Notebook kernels forked from a process that has already imported PyTorch: the suite's kernel starts, cheaper.
+"""Notebook kernels forked from a process that has already imported PyTorch: the suite's kernel starts,
+cheaper.
 
 Every notebook nbval checks runs in a kernel of its own (22 in the default tier), and every one of them
 starts a Python, starts IPython and imports PyTorch, NumPy and matplotlib: about 1.5 s of CPU each, the
 same work 22 times. Here a pytest run that runs notebooks starts one *template* process (``serve``;
-under xdist the controller starts it and the workers share it) that does that work once and waits. The kernel command nbval launches becomes a small
-*stand-in* (``connect``, started with ``python -I -S``: no site, no imports) that asks the template for a
-kernel; the template forks, and the fork runs ``ipykernel`` with the stand-in's connection file, working
-directory, environment and standard streams, exactly as ``python -m ipykernel_launcher -f FILE`` would.
+under xdist the controller starts it and the workers share it) that does that work once and waits. The
+kernel command nbval launches becomes a small *stand-in* (``connect``, started with ``python -I -S``: no
+site, no imports) that asks the template for a kernel; the template forks, and the fork runs
+``ipykernel`` with the stand-in's connection file, working directory, environment and standard streams,
+exactly as ``python -m ipykernel_launcher -f FILE`` would.
 
-Only what a fresh kernel would import anyway is imported ahead, and nothing is run: no tensor is made, no
-RNG is drawn (each fork seeds PyTorch's and NumPy's from the OS, as an import does), no figure is drawn,
-matplotlib's backend is the one ipykernel would choose, and ``matplotlib.pyplot`` (which hooks the inline
-backend into IPython) is left for the notebook to import.
-The template starts with the pytest process's environment, which is the kernels' own but for
-jupyter_client's JPY_* variables; what reads those (IPython, ipykernel) is imported in the kernel.
+Only what a fresh kernel would import anyway is imported ahead, and nothing is run: no tensor is made,
+no RNG is drawn (each fork seeds PyTorch's and NumPy's from the OS, as an import does), no figure is
+drawn, matplotlib's backend is the one ipykernel would choose, and ``matplotlib.pyplot`` (which hooks
+the inline backend into IPython) is left for the notebook to import. The template starts with the pytest
+process's environment, which is the kernels' own but for jupyter_client's JPY_* variables; what reads
+those (IPython, ipykernel) is imported in the kernel.
 
 The stand-in is the process jupyter_client manages: it forwards the signals it gets (an interrupt, a
-terminate) to the kernel, and exits when the kernel does. The two hold the ends of a socket pair, so each
-sees the other go: a kernel whose stand-in was killed exits at once.
+terminate) to the kernel, and exits when the kernel does. The two hold the ends of a socket pair, so
+each sees the other go: a kernel whose stand-in was killed exits at once.
 
 Linux only (conftest.py uses it there, unless ``COURSE_FORKED_KERNELS=0``); elsewhere, and with it off,
 kernels start the usual way. Students never meet it: their kernels are JupyterLab's.

@@ -41,3 +41,31 @@ def test_the_notebook_table_gains_a_floors_column_only_when_given_a_floor():
     plain = benchmark.notebook_table([result]).splitlines()
     with_floor = benchmark.notebook_table([result], cpu_floor=2.0).splitlines()
     assert with_floor[0] == plain[0] + " CPU floors |" and with_floor[2] == plain[2] + " 3.0 |"
+
+
+def test_time_pytest_takes_floors_before_and_after_the_suite_and_names_what_failed(tmp_path, monkeypatch):
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("x\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    calls = []
+
+    def fake(command, env, cwd=None):
+        calls.append("suite" if "pytest" in command else "floor")
+        if calls[-1] == "suite":
+            return {"wall": 100.0, "cpu": 200.0, "last_line": "1 failed, 9 passed", "failed": ["FAILED tests/t.py::x"]}
+        return {"wall": 1.0 + len(calls) / 10, "cpu": 2.0, "last_line": ""}  # the floors slow down over time
+
+    monkeypatch.setattr(benchmark, "run_measured", fake)
+    report = benchmark.time_pytest(repo)
+    assert calls == ["floor"] * 4 + ["suite"] + ["floor"] * 4
+    assert report.splitlines() == [
+        "README's `pytest` in a fresh clone: 100 s wall = 83 floors, 200 s CPU (all processes) = 100 floors (floor: "
+        "1.20 s wall, 2.00 s CPU, second-fastest of 8, 4 before the suite and 4 after): 1 failed, 9 passed",
+        "FAILED tests/t.py::x",
+    ]

@@ -5,7 +5,8 @@
 
 Seconds say as much about the machine as about the suite, so ``--pytest`` also measures a **floor** in the
 same run: one Python start that imports ``torch``, ``matplotlib.pyplot`` and ``course_utils.core`` (the
-second-fastest of four), and reports the suite in floors beside the seconds, wall and CPU alike.
+second-fastest of eight, four started before the suite and four after it), and reports the suite in floors
+beside the seconds, wall and CPU alike.
 
 Each notebook (lesson, solution and student version alike) runs top to bottom in a fresh kernel of
 this environment, pinned to one core (``taskset -c 0`` where it exists; ``seed_everything`` pins
@@ -127,11 +128,11 @@ def measure_floor(env: dict[str, str], cwd: Path = ROOT, runs: int = FLOOR_RUNS)
     return floor([run_measured([sys.executable, "-c", FLOOR_CODE], env, cwd) for _ in range(runs)])
 
 
-def in_floors(measured: dict, the_floor: dict) -> str:
-    """One line: the suite's wall and CPU seconds, each also in floors of the same kind."""
+def in_floors(measured: dict, the_floor: dict, runs: str = f"{FLOOR_RUNS}") -> str:
+    """One line: the suite's wall and CPU seconds, each also in floors of the same kind (``runs``: which floors)."""
     return (f"{measured['wall']:.0f} s wall = {measured['wall'] / the_floor['wall']:.0f} floors, "
             f"{measured['cpu']:.0f} s CPU (all processes) = {measured['cpu'] / the_floor['cpu']:.0f} floors "
-            f"(floor: {the_floor['wall']:.2f} s wall, {the_floor['cpu']:.2f} s CPU, second-fastest of {FLOOR_RUNS})")
+            f"(floor: {the_floor['wall']:.2f} s wall, {the_floor['cpu']:.2f} s CPU, second-fastest of {runs})")
 
 
 def time_pytest(root: Path = ROOT) -> str:
@@ -140,9 +141,15 @@ def time_pytest(root: Path = ROOT) -> str:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
         env = {**os.environ, "PYTHONPATH": str(clone)}
-        the_floor = measure_floor(env, cwd=clone)
+        floor_run = [sys.executable, "-c", FLOOR_CODE]
+        before = [run_measured(floor_run, env, clone) for _ in range(FLOOR_RUNS)]
         r = run_measured([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE"], env, cwd=clone)
-    return "\n".join([f"README's `pytest` in a fresh clone: {in_floors(r, the_floor)}: {r['last_line']}", *r["failed"]])
+        after = [run_measured(floor_run, env, clone) for _ in range(FLOOR_RUNS)]
+    # Floors are taken before and after the suite: a machine that slows down or speeds up while the suite runs
+    # (a shared host) moves the floor by 10-25% between runs, the suite less.
+    runs = f"{2 * FLOOR_RUNS}, {FLOOR_RUNS} before the suite and {FLOOR_RUNS} after"
+    line = f"README's `pytest` in a fresh clone: {in_floors(r, floor(before + after), runs)}: {r['last_line']}"
+    return "\n".join([line, *r["failed"]])
 
 
 def benchmark(paths: list[Path], with_pytest: bool = False) -> str:
