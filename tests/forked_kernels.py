@@ -1,5 +1,4 @@
-"""Notebook kernels forked from a process that has already imported PyTorch: the suite's kernel starts,
-cheaper.
+"""Notebook kernels forked from a process that has already imported PyTorch: cheaper kernel starts.
 
 Every notebook nbval checks runs in a kernel of its own (22 in the default tier), and every one of them
 starts a Python, starts IPython and imports PyTorch, NumPy and matplotlib: about 1.5 s of CPU each, the
