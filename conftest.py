@@ -60,7 +60,10 @@ def pytest_configure(config):
     if not typed_m and named and all(Path(a).suffix in (".py", ".ipynb") for a in named):
         config.option.markexpr = ""
     if hasattr(config.option, "nbval_current_env"):
+        from nbval import kernel
+
         _retry_kernel_starts()
+        kernel.RunningKernel.stop = _stop_kernel
         _fork_kernels_from_a_template(config)
         config.option.nbval_current_env = True
         if not config.option.nbval_sanitize_with:
@@ -89,7 +92,6 @@ def _retry_kernel_starts(attempts: int = 3, start=None) -> None:
                     raise
 
     kernel.start_new_kernel = start_new_kernel
-    kernel.RunningKernel.stop = _stop_kernel
 
 
 def _stop_kernel(self) -> None:

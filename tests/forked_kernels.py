@@ -179,12 +179,9 @@ def connect(path: str, args: list[str]) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, forward)
-    while True:
-        try:
-            if not mine.recv(1):  # the kernel has ended
-                return 0
-        except InterruptedError:
-            continue
+    while mine.recv(1):  # b"" once the kernel has ended (a signal in between is forwarded, and recv resumes)
+        pass
+    return 0
 
 
 def _ask(path: str, args: list[str]) -> tuple[int, socket.socket]:

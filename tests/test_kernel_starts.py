@@ -33,8 +33,7 @@ def test_a_kernel_started_for_nbval_answers_and_a_dead_one_is_reported(tmp_path,
         assert running.kc.execute_interactive("1 + 1", timeout=30)["content"]["status"] == "ok"
     finally:
         running.stop()
-    monkeypatch.setenv("COURSE_FORKED_KERNELS", "0")  # (a fork of the template would not see the next line)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # "python3" is not nbval's kernel: it starts the usual way
     (tmp_path / "ipykernel_launcher.py").write_text("raise SystemExit(3)\n")  # a kernel that dies at once
     try:
         conftest._start_kernel(kernel_name="python3", cwd=str(tmp_path), startup_timeout=20)

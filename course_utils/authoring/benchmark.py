@@ -52,11 +52,11 @@ def run_measured(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> d
     """Run ``command`` to its end; its wall and CPU seconds (with every process it waited for) and peak RSS."""
     start = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = process.stdout.read()
+    lines = ANSI.sub("", process.stdout.read()).strip().splitlines()
     _, status, usage = os.wait4(process.pid, 0)  # usage: the process and every process it waited for (the kernel)
     return {"wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024,
-            "ok": os.waitstatus_to_exitcode(status) == 0, "last_line": ANSI.sub("", (output.strip().splitlines() or [""])[-1]),
-            "failed": [ANSI.sub("", line) for line in output.splitlines() if ANSI.sub("", line).startswith(("FAILED ", "ERROR "))]}
+            "ok": os.waitstatus_to_exitcode(status) == 0, "last_line": (lines or [""])[-1],
+            "failed": [line for line in lines if line.startswith(("FAILED ", "ERROR "))]}
 
 
 def run_notebook(path: Path, log: Path) -> dict:
@@ -123,9 +123,14 @@ def floor(runs: list[dict]) -> dict:
     return {"wall": second_fastest([r["wall"] for r in runs]), "cpu": second_fastest([r["cpu"] for r in runs])}
 
 
+def floor_runs(env: dict[str, str], cwd: Path = ROOT, runs: int = FLOOR_RUNS) -> list[dict]:
+    """Start Python ``runs`` times importing torch, matplotlib.pyplot and course_utils.core; each run measured."""
+    return [run_measured([sys.executable, "-c", FLOOR_CODE], env, cwd) for _ in range(runs)]
+
+
 def measure_floor(env: dict[str, str], cwd: Path = ROOT, runs: int = FLOOR_RUNS) -> dict:
-    """Start Python ``runs`` times importing torch, matplotlib.pyplot and course_utils.core; ``floor`` of them."""
-    return floor([run_measured([sys.executable, "-c", FLOOR_CODE], env, cwd) for _ in range(runs)])
+    """``floor`` of ``runs`` Python starts (``floor_runs``)."""
+    return floor(floor_runs(env, cwd, runs))
 
 
 def in_floors(measured: dict, the_floor: dict, runs: str = f"{FLOOR_RUNS}") -> str:
@@ -141,10 +146,9 @@ def time_pytest(root: Path = ROOT) -> str:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
         env = {**os.environ, "PYTHONPATH": str(clone)}
-        floor_run = [sys.executable, "-c", FLOOR_CODE]
-        before = [run_measured(floor_run, env, clone) for _ in range(FLOOR_RUNS)]
+        before = floor_runs(env, clone)
         r = run_measured([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE"], env, cwd=clone)
-        after = [run_measured(floor_run, env, clone) for _ in range(FLOOR_RUNS)]
+        after = floor_runs(env, clone)
     # Floors are taken before and after the suite: a machine that slows down or speeds up while the suite runs
     # (a shared host) moves the floor by 10-25% between runs, the suite less.
     runs = f"{2 * FLOOR_RUNS}, {FLOOR_RUNS} before the suite and {FLOOR_RUNS} after"
