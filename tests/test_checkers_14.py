@@ -37,6 +37,14 @@ def test_slopes_valid(capsys, fn):
     assert ok, out
 
 
+def test_the_hidden_lengths_always_grow_so_a_right_answer_never_divides_by_zero():
+    from course_utils.helpers.checkers.attention_cost import _cases
+
+    for seed in range(20_000):
+        name, lengths, times = _cases(seed)[-1]
+        assert name == "hidden random lengths and times" and all(a < b for a, b in zip(lengths, lengths[1:])), (seed, lengths)
+
+
 @pytest.mark.parametrize("fn, hint", [
     (lambda T, t: [math.log2(b / a) for a, b in zip(t, t[1:])], "divided by log 2"),
     (lambda T, t: [b / a for a, b in zip(t, t[1:])], "time ratio"),
