@@ -137,6 +137,19 @@ def test_training_is_reproducible_and_learns_the_task():
 def test_train_refuses_bad_settings():
     with pytest.raises(ValueError):
         train_heads_model(HeadsModel(NeighbourCountTask()), steps=0)
+    with pytest.raises(ValueError, match="clip"):
+        train_heads_model(HeadsModel(NeighbourCountTask()), steps=1, clip=0.0)
+
+
+def test_clipping_reaches_the_training():  # notebook 12 clips at 1: a tiny cap must change the run
+    task = NeighbourCountTask(length=6, num_symbols=3, max_markers=2)
+    runs = []
+    for clip in (None, 1e-4):
+        seed_everything(0)
+        runs.append(train_heads_model(HeadsModel(task, d_model=16, num_heads=2, d_hidden=8), steps=3, batch_size=8,
+                                      lr=1e-2, clip=clip))
+    assert runs[0][0] == runs[1][0]  # the same first batch and weights
+    assert runs[0][2] != runs[1][2]  # but smaller steps after it
 
 
 def test_ablating_heads_zeroes_their_slice_before_w_o():

@@ -221,6 +221,7 @@ def train_heads_model(
     seed: int = 0,
     log_every: int = 0,
     *,
+    clip: float | None = None,
     stop_when: Callable[[HeadsModel], bool | float] | None = None,
     target: float | None = None,
     check_every: int = 1,
@@ -228,9 +229,10 @@ def train_heads_model(
 ) -> list[float]:
     """Train with Adam on fresh random batches (data drawn from ``torch.Generator().manual_seed(seed)``); notebook 07.
 
-    Returns the loss of every step taken. ``log_every > 0`` prints the loss every that many steps.
-    Early stop: ``stop_when(model)`` checked every ``check_every`` steps, true (or ``>= target``) ends
-    the training (``training.early_stop``); ``name`` names it in the training record.
+    Returns the loss of every step taken. ``log_every > 0`` prints the loss every that many steps;
+    ``clip`` caps the gradient norm (None: no clipping; notebook 12 clips at 1). Early stop:
+    ``stop_when(model)`` checked every ``check_every`` steps, true (or ``>= target``) ends the training
+    (``training.early_stop``); ``name`` names it in the training record.
     """
     require_positive_int(steps=steps, batch_size=batch_size)
     device = next(model.parameters()).device
@@ -240,8 +242,8 @@ def train_heads_model(
         logits, _ = model(batch.tokens)
         return task_loss(logits, batch)
 
-    return train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, log_every=log_every, stop_when=stop_when,
-                       target=target, check_every=check_every, name=name)
+    return train_steps(model, batch_loss, steps=steps, lr=lr, seed=seed, clip=clip, log_every=log_every,
+                       stop_when=stop_when, target=target, check_every=check_every, name=name)
 
 
 @contextmanager

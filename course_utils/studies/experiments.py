@@ -69,11 +69,12 @@ def _beside_marker(task: NeighbourCountTask, tokens: torch.Tensor) -> torch.Tens
 
 
 def heads_long(seeds=SEEDS, steps=None, eval_every: int = 250, lrs=(3e-3, 1e-2, 2e-2), lr: float = 3e-3,
-               budget: int = 100) -> dict:
+               budget: int = 100, clip: float | None = 1.0) -> dict:
     """Count accuracy of 1-, 2- and 4-head models through long training (batch 64 as notebook 12; lr 3e-3, a
-    gentler rate than the notebook's 1e-2, at which long runs stay noisy), and a learning-rate sweep of the
-    1-head model at the notebook's budget of 100 steps (its rate 1e-2 among them)."""
-    steps = steps or {1: 10_000, 2: 2_000, 4: 500}
+    gentler rate than the notebook's 1e-2, at which long runs stay noisy; no clipping), and a learning-rate sweep
+    of the 1-head model trained as the notebook trains it: its budget of 100 steps, its gradient clipping at
+    ``clip``, its rate 1e-2 among the rates. ``steps={}`` runs the sweep alone."""
+    steps = {1: 10_000, 2: 2_000, 4: 500} if steps is None else steps
     task = NeighbourCountTask(length=12, num_symbols=6, max_markers=3)
     test = task.sample(1000, torch.Generator().manual_seed(2024))
     beside = _beside_marker(task, test.tokens)
@@ -110,15 +111,15 @@ def heads_long(seeds=SEEDS, steps=None, eval_every: int = 250, lrs=(3e-3, 1e-2, 
         for seed in seeds:
             seed_everything(seed)
             model = HeadsModel(task, d_model=64, num_heads=1)
-            train_heads_model(model, steps=budget, batch_size=64, lr=sweep_lr, seed=seed)
+            train_heads_model(model, steps=budget, batch_size=64, lr=sweep_lr, seed=seed, clip=clip)
             model.eval()
             with torch.no_grad():
                 (_, _, count), _ = model(test.tokens)
             right = count.argmax(-1) == test.count
             sweep.append({"lr": sweep_lr, "seed": seed, "count": _r(right.float().mean()),
                           "count_beside": _r(right[beside].float().mean())})
-    return {"settings": {"batch_size": 64, "lr": lr, "budget": budget, "sweep_lrs": list(lrs), "d_model": 64,
-                         "test_sequences": 1000, "eval_every": eval_every, "steps": {str(h): s for h, s in steps.items()}},
+    return {"settings": {"batch_size": 64, "lr": lr, "budget": budget, "sweep_lrs": list(lrs), "sweep_clip": clip,
+                         "d_model": 64, "test_sequences": 1000, "eval_every": eval_every, "steps": {str(h): s for h, s in steps.items()}},
             "curves": curves, "lr_sweep_at_budget": sweep}
 
 
