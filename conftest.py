@@ -139,6 +139,8 @@ def _start_kernel(startup_timeout: float = 60, kernel_name: str = "python", **kw
     kc.start_channels()
     try:
         while True:
+            if not km.is_alive():  # before a second's wait for a reply that cannot come
+                raise RuntimeError("Kernel died before replying to kernel_info")
             kc.kernel_info()
             try:
                 reply = kc.get_shell_msg(timeout=1)
@@ -147,8 +149,6 @@ def _start_kernel(startup_timeout: float = 60, kernel_name: str = "python", **kw
             if reply is not None and reply["msg_type"] == "kernel_info_reply":
                 kc._handle_kernel_info_reply(reply)  # as wait_for_ready does: the kernel's protocol version
                 return km, kc
-            if not km.is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Kernel didn't respond in {startup_timeout} seconds")
     except RuntimeError:
