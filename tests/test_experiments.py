@@ -20,7 +20,18 @@ def _stored(name):
 def test_stored_result_names_its_command(name):
     result = _stored(name)
     assert result["experiment"] == name
-    assert result["command"].endswith(f"run {name}")
+    assert result["command"] == f"python -m course_utils.studies.experiments run {name}"  # the module that wrote it
+
+
+def test_every_stored_command_names_a_module_that_exists():  # a maintainer copies it to re-run a study
+    import importlib.util
+    import json
+
+    for path in sorted(experiments.RESULTS.glob("*.json")):
+        command = json.loads(path.read_text(encoding="utf-8")).get("command")
+        if command is not None:
+            module = command.split()[2]  # "python -m <module> ..."
+            assert command.startswith("python -m ") and importlib.util.find_spec(module), (path.name, command)
 
 
 @pytest.mark.slow  # trains (seconds of CPU): the stored runs are checked in the slow tier
