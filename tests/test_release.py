@@ -157,19 +157,20 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+# timeout=120 as nbtools.CELL_TIMEOUT: a reply the asyncio client missed costs the timeout, then the run goes on
 RUN_ALL = r"""
 import re, sys, pathlib, nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 probe = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
     "import sys, course_utils; print(sys.prefix); print(course_utils.__file__)")])
-NotebookClient(probe, timeout=600, kernel_name="python3").execute()
+NotebookClient(probe, timeout=120, kernel_name="python3").execute()
 print("KERNEL:" + repr(probe.cells[0].outputs[0]["text"].split()), flush=True)
 failed = []
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*.ipynb")):
     nb = nbformat.read(path, as_version=4)
     try:
-        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
         print("ran", path.name, flush=True)
     except CellExecutionError as err:
         failed.append(f"{path.name}: " + re.sub(r"\x1b\[[0-9;]*m", "", str(err).strip().splitlines()[-1]))
