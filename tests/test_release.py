@@ -157,20 +157,23 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-# timeout=120 as nbtools.CELL_TIMEOUT: a reply the asyncio client missed costs the timeout, then the run goes on
+# A kernel manager given makes nbclient use the blocking client: its asyncio client can miss a reply's wake-up
+# and then waits for the cell timeout (tests/test_wrong_answers.py).
 RUN_ALL = r"""
 import re, sys, pathlib, nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 probe = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
     "import sys, course_utils; print(sys.prefix); print(course_utils.__file__)")])
-NotebookClient(probe, timeout=120, kernel_name="python3").execute()
+NotebookClient(probe, km=KernelManager(kernel_name="python3"), timeout=600).execute(cleanup_kc=True)
 print("KERNEL:" + repr(probe.cells[0].outputs[0]["text"].split()), flush=True)
 failed = []
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*.ipynb")):
     nb = nbformat.read(path, as_version=4)
     try:
-        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(nb, km=KernelManager(kernel_name="python3"), timeout=600,
+                       resources={"metadata": {"path": str(path.parent)}}).execute(cleanup_kc=True)
         print("ran", path.name, flush=True)
     except CellExecutionError as err:
         failed.append(f"{path.name}: " + re.sub(r"\x1b\[[0-9;]*m", "", str(err).strip().splitlines()[-1]))

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.authoring.nbtools import NOTEBOOKS, ROOT, SOLUTIONS
+from course_utils.authoring.nbtools import NOTEBOOKS, ROOT, SOLUTIONS, this_python_kernel
 from course_utils.authoring.student_versions import _only_checks, _parse, _stubbed, is_task_cell, student_source
 from course_utils.helpers.tasks import NEED, NEEDS
 
@@ -115,11 +115,12 @@ def test_every_task_answered_wrong_the_notebook_still_runs_to_its_last_cell(solu
     solution = nbformat.read(solution_path, as_version=4)
     nb, tasks = wrong_answers_notebook(solution, nbformat.read(NOTEBOOKS / solution_path.name, as_version=4))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    # timeout: what a reply the asyncio client failed to notice costs (it finds it when the poll times out; seen
-    # here as 300 s idle in one notebook of one run in three), far above any cell of the course
-    client = NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=False,
+    # A kernel manager given (not a kernel name) makes nbclient use jupyter_client's blocking client. Its asyncio
+    # client can miss the wake-up for a reply that has arrived (seen here: a kernel idle, its reply waiting, until
+    # the poll timed out at the cell timeout, 300 s); a blocking poll cannot miss it.
+    client = NotebookClient(nb, km=this_python_kernel(), timeout=300, allow_errors=False,
                             resources={"metadata": {"path": str(NOTEBOOKS)}})  # fmt: skip
-    client.execute()  # CellExecutionError if a cell raised: Run All would stop there
+    client.execute(cleanup_kc=True)  # CellExecutionError if a cell raised: Run All would stop there
 
     calls = json.loads(_text(nb.cells[-1]).split(CALLS, 1)[1])
     unmarked = set()

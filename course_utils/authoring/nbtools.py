@@ -29,10 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = NOTEBOOKS / "solutions"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-# nbclient's asyncio client can miss the wake-up for a reply that has arrived (seen in the slow tier: a kernel
-# idle, its reply waiting, for exactly the timeout); the poll finds the reply when it times out and the run goes
-# on. So the timeout is also what such a miss costs: 2 minutes, far above any cell of the course (at most seconds).
-CELL_TIMEOUT = 120
+CELL_TIMEOUT = 600
 # Where the course lives on GitHub: the Binder and Colab links and the Colab set-up cell use it.
 # A fork changes these two lines and runs `python -m course_utils.authoring.nbtools execute`.
 REPOSITORY = "attention-course/attention-mechanisms"
