@@ -158,7 +158,7 @@ def _clean_env() -> dict[str, str]:
 
 
 # A kernel manager given makes nbclient use the blocking client: its asyncio client can miss a reply's wake-up
-# and then waits for the cell timeout (tests/test_wrong_answers.py).
+# and then waits out the cell timeout (as nbtools.execute says).
 RUN_ALL = r"""
 import re, sys, pathlib, nbformat
 from jupyter_client.manager import KernelManager

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.authoring.nbtools import NOTEBOOKS, ROOT, SOLUTIONS, this_python_kernel
+from course_utils.authoring.nbtools import NOTEBOOKS, ROOT, SOLUTIONS, execute
 from course_utils.authoring.student_versions import _only_checks, _parse, _stubbed, is_task_cell, student_source
 from course_utils.helpers.tasks import NEED, NEEDS
 
@@ -110,17 +110,10 @@ def _text(cell) -> str:
 
 @pytest.mark.parametrize("solution_path", SOLUTION_PATHS, ids=[p.name for p in SOLUTION_PATHS])
 def test_every_task_answered_wrong_the_notebook_still_runs_to_its_last_cell(solution_path: Path, monkeypatch):
-    from nbclient import NotebookClient
-
     solution = nbformat.read(solution_path, as_version=4)
     nb, tasks = wrong_answers_notebook(solution, nbformat.read(NOTEBOOKS / solution_path.name, as_version=4))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    # A kernel manager given (not a kernel name) makes nbclient use jupyter_client's blocking client. Its asyncio
-    # client can miss the wake-up for a reply that has arrived (seen here: a kernel idle, its reply waiting, until
-    # the poll timed out at the cell timeout, 300 s); a blocking poll cannot miss it.
-    client = NotebookClient(nb, km=this_python_kernel(), timeout=300, allow_errors=False,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})  # fmt: skip
-    client.execute(cleanup_kc=True)  # CellExecutionError if a cell raised: Run All would stop there
+    execute(nb, NOTEBOOKS, timeout=300)  # CellExecutionError if a cell raised: Run All would stop there
 
     calls = json.loads(_text(nb.cells[-1]).split(CALLS, 1)[1])
     unmarked = set()

@@ -122,13 +122,17 @@ def this_python_kernel():
     return KernelManager(kernel_name="python3", kernel_spec_manager=CurrentEnv())
 
 
-def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) -> nbformat.NotebookNode:
+def execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False,
+            timeout: int = CELL_TIMEOUT) -> nbformat.NotebookNode:
     """Run every cell of ``nb`` in a fresh kernel of this environment (the caller's environment variables),
-    in directory ``cwd``; the kernel is shut down at the end."""
+    in directory ``cwd``, each within ``timeout`` seconds; the kernel is shut down at the end."""
     from nbclient import NotebookClient
 
+    # A kernel manager given (not a kernel name) makes nbclient use jupyter_client's blocking client. Its
+    # asyncio client can miss the wake-up for a reply that has arrived, and then waits out the cell timeout
+    # (seen in tests/test_wrong_answers.py: a kernel idle for 300 s, its reply waiting); a blocking poll cannot.
     client = NotebookClient(
-        nb, km=this_python_kernel(), timeout=CELL_TIMEOUT, allow_errors=allow_errors,
+        nb, km=this_python_kernel(), timeout=timeout, allow_errors=allow_errors,
         resources={"metadata": {"path": str(cwd)}}, record_timing=False,
     )
     # The client does not own a kernel manager it is given, so it would leave the kernel running:
