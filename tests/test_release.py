@@ -164,16 +164,18 @@ import re, sys, pathlib, nbformat
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+def run(nb, folder="."):
+    NotebookClient(nb, km=KernelManager(kernel_name="python3"), timeout=600,
+                   resources={"metadata": {"path": str(folder)}}).execute(cleanup_kc=True)
 probe = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
     "import sys, course_utils; print(sys.prefix); print(course_utils.__file__)")])
-NotebookClient(probe, km=KernelManager(kernel_name="python3"), timeout=600).execute(cleanup_kc=True)
+run(probe)
 print("KERNEL:" + repr(probe.cells[0].outputs[0]["text"].split()), flush=True)
 failed = []
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*.ipynb")):
     nb = nbformat.read(path, as_version=4)
     try:
-        NotebookClient(nb, km=KernelManager(kernel_name="python3"), timeout=600,
-                       resources={"metadata": {"path": str(path.parent)}}).execute(cleanup_kc=True)
+        run(nb, path.parent)
         print("ran", path.name, flush=True)
     except CellExecutionError as err:
         failed.append(f"{path.name}: " + re.sub(r"\x1b\[[0-9;]*m", "", str(err).strip().splitlines()[-1]))
